@@ -1,0 +1,71 @@
+"""Training history: preallocated numpy arrays (checkpointable), and its xarray view."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+History = dict[str, dict[str, np.ndarray] | np.ndarray]
+
+
+def validation_steps(n_batches: int, log_every: int) -> np.ndarray:
+    """Batches after which the validation loss is measured: 0, log_every, ..., n_batches."""
+    return np.unique(np.r_[np.arange(0, n_batches, log_every), n_batches]).astype(np.int64)
+
+
+def empty_history(
+    terms: Sequence[str], *, n_batches: int, n_replicates: int, log_every: int
+) -> History:
+    """History arrays filled with NaN until their batch has run.
+
+    - ``loss[term]`` and ``loss["total"]``: `(batch, replicate)`, training loss of
+      each batch before its update.
+    - ``learning_rate``: `(batch,)`.
+    - ``validation[term]`` and ``validation["total"]``: `(validation_step, replicate)`,
+      loss on the validation set after ``validation_step`` batches.
+    """
+    names = [*terms, "total"]
+    n_val = len(validation_steps(n_batches, log_every))
+
+    def filled(*shape):
+        return np.full(shape, np.nan, np.float32)
+
+    return {
+        "loss": {name: filled(n_batches, n_replicates) for name in names},
+        "learning_rate": filled(n_batches),
+        "validation": {name: filled(n_val, n_replicates) for name in names},
+    }
+
+
+def history_dataset(history: History, *, log_every: int, attrs: dict | None = None) -> xr.Dataset:
+    """The history as a Dataset.
+
+    Variables ``loss (term, batch, replicate)``, ``learning_rate (batch)`` and
+    ``validation_loss (term, validation_step, replicate)``; `term` lists the loss
+    terms then ``total``.
+    """
+    terms = list(history["loss"])
+    n_batches, n_replicates = history["loss"][terms[0]].shape
+    term_coord = np.array(terms, dtype=object)
+    return xr.Dataset(
+        {
+            "loss": (
+                ("term", "batch", "replicate"),
+                np.stack([history["loss"][t] for t in terms]),
+            ),
+            "learning_rate": ("batch", np.asarray(history["learning_rate"])),
+            "validation_loss": (
+                ("term", "validation_step", "replicate"),
+                np.stack([history["validation"][t] for t in terms]),
+            ),
+        },
+        coords={
+            "term": term_coord,
+            "batch": np.arange(n_batches),
+            "replicate": np.arange(n_replicates),
+            "validation_step": validation_steps(n_batches, log_every),
+        },
+        attrs=attrs or {},
+    )

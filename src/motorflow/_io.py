@@ -1,0 +1,75 @@
+"""Save and load ensembles: orbax arrays + a JSON config; rebuilt, then filled. No pickle."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import orbax.checkpoint as ocp
+
+from ._config import ModelConfig
+from ._ensemble import make_ensemble, n_replicates
+
+FORMAT = "motorflow.ensemble/1"
+_CONFIG = "ensemble.json"
+_ARRAYS = "arrays"
+
+
+def save_ensemble(
+    path: str | Path, ensemble: eqx.Module, config: ModelConfig, *, n_task_inputs: int
+) -> None:
+    """Write `ensemble` (built from `config`) to the directory `path`, atomically.
+
+    The directory appears complete or not at all; an existing one is replaced.
+    """
+    path = Path(path).absolute()
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    record = {
+        "format": FORMAT,
+        "model": config.to_dict(),
+        "n_replicates": n_replicates(ensemble),
+        "n_task_inputs": n_task_inputs,
+    }
+    try:
+        tmp.mkdir(parents=True)
+        with ocp.StandardCheckpointer() as checkpointer:
+            checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
+        (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
+            path.rename(old)
+            tmp.rename(path)
+            shutil.rmtree(old)
+        else:
+            tmp.rename(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
+    """Read an ensemble saved by :func:`save_ensemble`; returns it and its config."""
+    path = Path(path).absolute()
+    record_path = path / _CONFIG
+    if not record_path.is_file():
+        raise FileNotFoundError(
+            f"{path} is not a saved motorflow ensemble: {_CONFIG} is missing"
+        )
+    record = json.loads(record_path.read_text())
+    if record.get("format") != FORMAT:
+        raise ValueError(f"{record_path}: unknown format {record.get('format')!r}; expected {FORMAT!r}")
+    config = ModelConfig.from_dict(record["model"], "model")
+    skeleton = eqx.filter_eval_shape(
+        make_ensemble,
+        config,
+        n_replicates=record["n_replicates"],
+        n_task_inputs=record["n_task_inputs"],
+        key=jax.random.key(0),
+    )
+    arrays, static = eqx.partition(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct))
+    with ocp.StandardCheckpointer() as checkpointer:
+        restored = checkpointer.restore(path / _ARRAYS, arrays)
+    return eqx.combine(restored, static), config

@@ -1,0 +1,60 @@
+"""Named loss terms on rollouts, weighted from config."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ._config import LossConfig
+from ._loop import Rollout
+from ._tasks import Trials
+
+
+def _position(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+    error = jnp.sum((rollout.pos - trials.goal_pos[..., None, :]) ** 2, axis=-1)
+    n_steps = error.shape[-1]
+    discount = (jnp.arange(1, n_steps + 1, dtype=error.dtype) / n_steps) ** discount_power
+    return jnp.sum(error * discount, axis=-1)
+
+
+def _final_velocity(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+    return jnp.sum(rollout.vel[..., -1, :] ** 2, axis=-1)
+
+
+def _effort(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+    return jnp.sum(rollout.force**2, axis=(-2, -1))
+
+
+def _hidden(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+    return jnp.sum(rollout.hidden**2, axis=(-2, -1))
+
+
+# Each term returns one value per trial; the loss is its mean over trials.
+_TERMS = {
+    "position": _position,
+    "final_velocity": _final_velocity,
+    "effort": _effort,
+    "hidden": _hidden,
+}
+
+
+def loss_terms(
+    config: LossConfig, rollout: Rollout, trials: Trials
+) -> dict[str, Float[Array, ""]]:
+    """Each configured term averaged over trials (leading dims of `trials`).
+
+    - ``position``: squared distance to the goal summed over time, weighted by
+      ``((t+1)/n_steps) ** discount_power``.
+    - ``final_velocity``: squared speed at the last step.
+    - ``effort``: squared force summed over time.
+    - ``hidden``: squared hidden activity summed over time and units.
+    """
+    return {
+        name: jnp.mean(_TERMS[name](rollout, trials, term.discount_power))
+        for name, term in config.terms.items()
+    }
+
+
+def total_loss(config: LossConfig, terms: dict[str, Array]) -> Array:
+    """The weighted sum of the terms."""
+    return sum(config.terms[name].weight * value for name, value in terms.items())

@@ -1,0 +1,39 @@
+"""The controller: a recurrent cell, optional hidden noise, a linear force readout."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from ._cells import AbstractCell
+
+N_FORCE = 2
+
+
+class Network(eqx.Module):
+    """Recurrent network whose readout is the force applied to the effector.
+
+    **Arguments:**
+
+    - `cell`: the recurrent cell.
+    - `readout`: linear map from the hidden state to a 2-D force.
+    - `hidden_noise_std`: std of Gaussian noise added to the hidden state each step.
+    """
+
+    cell: AbstractCell
+    readout: eqx.nn.Linear
+    hidden_noise_std: float
+
+    def __call__(
+        self,
+        input: Float[Array, " input"],
+        hidden: Float[Array, " hidden"],
+        *,
+        key: PRNGKeyArray,
+    ) -> tuple[Float[Array, " hidden"], Float[Array, "2"]]:
+        """One step: returns the new hidden state and the output force."""
+        hidden = self.cell(input, hidden)
+        if self.hidden_noise_std > 0:
+            hidden = hidden + self.hidden_noise_std * jax.random.normal(key, hidden.shape)
+        return hidden, self.readout(hidden)

@@ -1,0 +1,334 @@
+"""Training an ensemble: pure init/chunk/validate functions and the resumable driver.
+
+All replicates train in one compiled program: a `lax.scan` over a chunk of
+`log_every` batches of a `vmap` over replicates. Between chunks the driver
+records history, measures the validation loss, logs, and checkpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Int, PRNGKeyArray
+from tqdm.auto import tqdm
+
+from ._checkpoint import Checkpoints
+from ._config import TrainConfig
+from ._ensemble import n_replicates
+from ._history import History, empty_history, validation_steps
+from ._losses import loss_terms, total_loss
+from ._optim import learning_rate_schedule, make_optimizer
+from ._tasks import ReachTask, Trials
+from ._trainable import trainable_filter
+
+logger = logging.getLogger("motorflow")
+
+
+class TrainState(eqx.Module):
+    """Everything that changes during training (a checkpoint is exactly this + history).
+
+    **Arguments:**
+
+    - `params`: the trainable arrays of the ensemble (replicate axis first), None elsewhere.
+    - `opt_state`: the optimizer state, one per replicate (replicate axis first).
+    - `step`: how many batches have been trained.
+    - `key`: the base key of the per-batch noise; batch b uses ``fold_in(key, b)``.
+    """
+
+    params: Any
+    opt_state: Any
+    step: Int[Array, ""]
+    key: PRNGKeyArray
+
+
+class TrainResult(eqx.Module):
+    """The trained ensemble, its history and the final train state."""
+
+    ensemble: Any
+    history: History
+    state: TrainState
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite; training stopped before that update."""
+
+    def __init__(self, *, batch: int, replicates: list[int], terms: list[str], resume_hint: str):
+        self.batch, self.replicates, self.terms = batch, replicates, terms
+        super().__init__(
+            f"Non-finite training loss at batch {batch} in replicate(s) "
+            f"{', '.join(map(str, replicates))}, loss term(s) {', '.join(terms)}; "
+            f"training stopped. {resume_hint} To go on, lower the learning rate, add "
+            "gradient clipping (optimizer.clip_global_norm) or reduce noise, then run "
+            "again; with changed settings training restarts from scratch."
+        )
+
+
+class Trainer:
+    """The pure functions of one training run, closed over its static setup.
+
+    **Arguments:**
+
+    - `ensemble`: the initial ensemble (replicate axis first).
+    - `task`: the task whose inputs the network receives.
+    - `config`: the training config.
+    """
+
+    def __init__(self, ensemble: eqx.Module, task: ReachTask, config: TrainConfig):
+        self.task, self.config = task, config
+        self.n_replicates = n_replicates(ensemble)
+        if self.n_replicates != config.n_replicates:
+            raise ValueError(
+                f"the ensemble has {self.n_replicates} replicates but train.n_replicates "
+                f"is {config.n_replicates}"
+            )
+        selected = trainable_filter(ensemble, config.trainable, "train.trainable")
+        params, rest = eqx.partition(ensemble, selected)
+        self.initial_params = params
+        self.frozen, self.static = eqx.partition(rest, eqx.is_array)
+        self.optimizer = make_optimizer(config.optimizer, config.n_batches)
+        self.schedule = learning_rate_schedule(config.optimizer, config.n_batches)
+        self.run_chunk = jax.jit(self._chunk)
+        self.validate = jax.jit(self._validate)
+
+    def init(self, key: PRNGKeyArray) -> TrainState:
+        """The state before the first batch; `key` seeds the per-batch noise."""
+        return TrainState(
+            params=self.initial_params,
+            opt_state=jax.vmap(self.optimizer.init)(self.initial_params),
+            step=jnp.asarray(0, jnp.int32),
+            key=key,
+        )
+
+    def ensemble(self, params: Any) -> eqx.Module:
+        """The ensemble with `params` in place of its trainable arrays."""
+        return eqx.combine(params, self.frozen, self.static)
+
+    def _replicate_loss(self, params, frozen, trials: Trials, key):
+        model = eqx.combine(params, frozen, self.static)
+        keys = jax.random.split(key, trials.init_pos.shape[0])
+        rollouts = jax.vmap(lambda p, v, u, k: model.rollout(p, v, u, key=k))(
+            trials.init_pos, trials.init_vel, self.task.inputs(trials), keys
+        )
+        terms = loss_terms(self.config.loss, rollouts, trials)
+        return total_loss(self.config.loss, terms), terms
+
+    def _update(self, params, opt_state, trials: Trials, key):
+        def one(params, opt_state, frozen, trials, key):
+            (total, terms), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
+                params, frozen, trials, key
+            )
+            updates, opt_state = self.optimizer.update(grads, opt_state, params)
+            return eqx.apply_updates(params, updates), opt_state, {**terms, "total": total}
+
+        keys = jax.random.split(key, self.n_replicates)
+        if self.config.shared_trials:
+            trials = jax.tree.map(lambda x: x[0], trials)
+        trial_axis = None if self.config.shared_trials else 0
+        return jax.vmap(one, in_axes=(0, 0, 0, trial_axis, 0))(
+            params, opt_state, self.frozen, trials, keys
+        )
+
+    def _chunk(self, state: TrainState, trials: Trials, batch_index: Int[Array, " chunk"]):
+        """Train on consecutive batches; `trials` leaves are `(chunk, replicate, trial, ...)`.
+
+        Returns the new state, the losses per term `(chunk, replicate)` and the
+        learning rates `(chunk,)`.
+        """
+
+        def body(carry, xs):
+            params, opt_state = carry
+            batch_trials, batch = xs
+            params, opt_state, losses = self._update(
+                params, opt_state, batch_trials, jax.random.fold_in(state.key, batch)
+            )
+            return (params, opt_state), (losses, self.schedule(batch))
+
+        (params, opt_state), (losses, lr) = jax.lax.scan(
+            body, (state.params, state.opt_state), (trials, batch_index)
+        )
+        new_state = TrainState(params, opt_state, state.step + batch_index.shape[0], state.key)
+        return new_state, losses, lr
+
+    def _validate(self, params, trials: Trials, key):
+        """Loss per term and total, per replicate, on shared validation `trials`."""
+        keys = jax.random.split(key, self.n_replicates)
+        total, terms = jax.vmap(self._replicate_loss, in_axes=(0, 0, None, 0))(
+            params, self.frozen, trials, keys
+        )
+        return {**terms, "total": total}
+
+
+def _check_trials(trials: Trials, config: TrainConfig) -> None:
+    n_sets = 1 if config.shared_trials else config.n_replicates
+    want = (n_sets, config.n_batches, config.batch_size, 2)
+    for name in ("init_pos", "init_vel", "goal_pos"):
+        shape = tuple(getattr(trials, name).shape)
+        if len(shape) != 4 or shape[0] != n_sets or shape[1] < want[1] or shape[2:] != want[2:]:
+            raise ValueError(
+                f"training trials field {name!r} has shape {shape}; this run needs "
+                f"(replicate={n_sets}, batch>={want[1]}, trial={want[2]}, component=2) "
+                "to match train.n_replicates/shared_trials, n_batches and batch_size"
+            )
+
+
+def _digest(tree: Any) -> str:
+    sha = hashlib.sha256()
+    for leaf in jax.tree.leaves(tree):
+        array = np.asarray(jax.random.key_data(leaf) if _is_key(leaf) else leaf)
+        sha.update(f"{array.dtype}{array.shape}".encode())
+        sha.update(np.ascontiguousarray(array).tobytes())
+    return sha.hexdigest()
+
+
+def _is_key(leaf: Any) -> bool:
+    return isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
+
+def _format_losses(losses: dict[str, np.ndarray]) -> str:
+    return "  ".join(f"{name} {float(np.mean(value)):.3g}" for name, value in losses.items())
+
+
+def train(
+    ensemble: eqx.Module,
+    trials: Trials,
+    task: ReachTask,
+    config: TrainConfig,
+    *,
+    key: PRNGKeyArray,
+    checkpoint_dir: str | Path | None = None,
+    progress: bool = True,
+    on_log: Callable[[int, History], None] | None = None,
+) -> TrainResult:
+    """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds a run.
+
+    **Arguments:**
+
+    - `ensemble`: initial ensemble (replicate axis first).
+    - `trials`: training trial specs, dims `(replicate, batch, trial)` (replicate of
+      size 1 with ``shared_trials``), as made by :meth:`ReachTask.training_trials`.
+    - `task`: the task (inputs, validation set).
+    - `config`: the training config.
+    - `key`: seeds the per-batch noise and the validation noise.
+    - `checkpoint_dir`: where to checkpoint (every ``checkpoint_every`` batches and at
+      the end) and resume from; None trains without checkpoints.
+    - `progress`: show a progress bar.
+    - `on_log`: called after each validation step (and its checkpoint, if any) with
+      the number of batches done and the history so far.
+
+    A resumed run ends bitwise-identical to an uninterrupted one on the same device.
+    Raises :class:`NonFiniteLossError` when a loss becomes NaN/inf; the newest
+    checkpoint before it is kept.
+    """
+    _check_trials(trials, config)
+    trainer = Trainer(ensemble, task, config)
+    noise_key, validation_key = jax.random.split(key)
+    state = trainer.init(noise_key)
+    history = empty_history(
+        list(config.loss.terms),
+        n_batches=config.n_batches,
+        n_replicates=config.n_replicates,
+        log_every=config.log_every,
+    )
+    host_trials = jax.tree.map(np.asarray, trials)
+    validation_trials = task.eval_trials().trials
+    steps = validation_steps(config.n_batches, config.log_every)
+    fingerprint = {
+        "train": config.to_dict(),
+        "task": task.config.to_dict(),
+        "key": _digest(key),
+        "initial_ensemble": _digest(eqx.filter(ensemble, eqx.is_array)),
+        "trials": _digest(host_trials),
+    }
+    checkpoints = (
+        Checkpoints(checkpoint_dir, fingerprint=fingerprint, keep=config.keep_checkpoints)
+        if checkpoint_dir is not None
+        else None
+    )
+    try:
+        done = 0
+        if checkpoints is not None and (latest := checkpoints.latest_step()) is not None:
+            state, history = checkpoints.restore(latest, state_like=state, history_like=history)
+            done = int(state.step)
+            logger.info("Resuming from the checkpoint at batch %d in %s", done, checkpoint_dir)
+        if done == 0:
+            _record_validation(history, 0, trainer.validate(state.params, validation_trials, validation_key))
+        bar = tqdm(
+            total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
+        )
+        with bar:
+            for start in range(done, config.n_batches, config.log_every):
+                stop = min(start + config.log_every, config.n_batches)
+                chunk = jax.tree.map(lambda x: np.swapaxes(x[:, start:stop], 0, 1), host_trials)
+                new_state, losses, lr = trainer.run_chunk(state, chunk, jnp.arange(start, stop))
+                losses = jax.tree.map(np.asarray, losses)
+                _raise_if_non_finite(losses, start, checkpoints)
+                state = new_state
+                for name, value in losses.items():
+                    history["loss"][name][start:stop] = value
+                history["learning_rate"][start:stop] = np.asarray(lr)
+                validation = trainer.validate(state.params, validation_trials, validation_key)
+                _record_validation(history, int(np.searchsorted(steps, stop)), validation)
+                bar.update(stop - start)
+                bar.set_postfix(loss=f"{float(np.mean(losses['total'][-1])):.3g}")
+                logger.info(
+                    "batch %d/%d  train: %s  validation: %s",
+                    stop,
+                    config.n_batches,
+                    _format_losses({k: v[-1] for k, v in losses.items()}),
+                    _format_losses(jax.tree.map(np.asarray, validation)),
+                )
+                if checkpoints is not None and (
+                    stop % config.checkpoint_every == 0 or stop == config.n_batches
+                ):
+                    checkpoints.save(
+                        stop,
+                        state=state,
+                        history=jax.tree.map(np.copy, history),
+                        loss=float(np.mean(validation["total"])),
+                    )
+                if on_log is not None:
+                    on_log(stop, history)
+    finally:
+        if checkpoints is not None:
+            checkpoints.close()
+    return TrainResult(ensemble=trainer.ensemble(state.params), history=history, state=state)
+
+
+def _record_validation(history: History, index: int, validation: dict[str, Array]) -> None:
+    for name, value in validation.items():
+        history["validation"][name][index] = np.asarray(value)
+
+
+def _raise_if_non_finite(
+    losses: dict[str, np.ndarray], start: int, checkpoints: Checkpoints | None
+) -> None:
+    bad = ~np.isfinite(losses["total"])  # (chunk, replicate)
+    if not bad.any():
+        return
+    offset = int(np.argmax(bad.any(axis=1)))
+    replicates = [int(r) for r in np.flatnonzero(bad[offset])]
+    terms = [
+        name
+        for name, value in losses.items()
+        if name != "total" and not np.isfinite(value[offset]).all()
+    ] or ["total"]
+    if checkpoints is None:
+        hint = "No checkpoints were being written."
+    else:
+        latest = checkpoints.latest_step()
+        hint = (
+            f"The last good checkpoint (batch {latest}) is kept in {checkpoints.directory}."
+            if latest is not None
+            else f"No checkpoint had been written yet in {checkpoints.directory}."
+        )
+    raise NonFiniteLossError(
+        batch=start + offset, replicates=replicates, terms=terms, resume_hint=hint
+    )

@@ -1,0 +1,71 @@
+"""Shared tiny setups: every test compiles in about a second on a laptop CPU."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import motorflow as mf
+
+
+def tiny_model_config(**network) -> mf.ModelConfig:
+    return mf.ModelConfig.from_dict({"network": {"hidden_size": 8, **network}})
+
+
+def tiny_task(n_steps: int = 12) -> mf.ReachTask:
+    return mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": n_steps, "eval": {"n_directions": 4}}))
+
+
+def tiny_train_config(**overrides) -> mf.TrainConfig:
+    base = {
+        "n_replicates": 3,
+        "n_batches": 40,
+        "batch_size": 8,
+        "log_every": 10,
+        "checkpoint_every": 10,
+    }
+    return mf.TrainConfig.from_dict({**base, **overrides})
+
+
+def assert_trees_equal(a, b) -> None:
+    """Same structure and bit-identical leaves (NaN equals NaN)."""
+    leaves_a, tree_a = jax.tree.flatten(a)
+    leaves_b, tree_b = jax.tree.flatten(b)
+    assert tree_a == tree_b
+    for x, y in zip(leaves_a, leaves_b):
+        if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x, y = jax.random.key_data(x), jax.random.key_data(y)
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+class TinySetup:
+    def __init__(self, **train_overrides):
+        self.model_config = tiny_model_config()
+        self.task = tiny_task()
+        self.config = tiny_train_config(**train_overrides)
+        init_key, trials_key, self.train_key = jax.random.split(jax.random.key(0), 3)
+        self.ensemble = mf.make_ensemble(
+            self.model_config,
+            n_replicates=self.config.n_replicates,
+            n_task_inputs=self.task.n_inputs,
+            key=init_key,
+        )
+        self.trials = self.task.training_trials(
+            trials_key,
+            n_replicates=self.config.n_replicates,
+            n_batches=self.config.n_batches,
+            batch_size=self.config.batch_size,
+            shared=self.config.shared_trials,
+        )
+
+    def train(self, **kwargs) -> mf.TrainResult:
+        kwargs.setdefault("progress", False)
+        return mf.train(
+            self.ensemble, self.trials, self.task, self.config, key=self.train_key, **kwargs
+        )
+
+
+@pytest.fixture
+def tiny():
+    return TinySetup

@@ -1,0 +1,43 @@
+import pytest
+
+import motorflow as mf
+
+
+def test_defaults_round_trip_through_plain_dicts():
+    for block in (mf.ModelConfig, mf.TaskConfig, mf.TrainConfig):
+        config = block.from_dict({})
+        assert block.from_dict(config.to_dict()) == config
+
+
+def test_unknown_key_is_named_with_its_path():
+    with pytest.raises(mf.ConfigError, match=r"^model\.network\.hiden_size: unknown key.*hidden_size"):
+        mf.ModelConfig.from_dict({"network": {"hiden_size": 4}}, "model")
+
+
+@pytest.mark.parametrize(
+    ("block", "data", "path", "allowed"),
+    [
+        (mf.ModelConfig, {"network": {"hidden_size": 0}}, "network.hidden_size", "positive integer"),
+        (mf.ModelConfig, {"network": {"cell": "lstm"}}, "network.cell", "'gru', 'rnn', 'leaky'"),
+        (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", ">= 0"),
+        (mf.ModelConfig, {"dt": "fast"}, "dt", "number > 0"),
+        (mf.TaskConfig, {"workspace": [[1, 1], [-1, -1]]}, "workspace", "x_min < x_max"),
+        (mf.TrainConfig, {"optimizer": {"name": "rmsprop"}}, "optimizer.name", "'adam'"),
+        (mf.TrainConfig, {"optimizer": {"schedule": {"kind": "step"}}}, "optimizer.schedule.kind", "'warmup_cosine'"),
+        (mf.TrainConfig, {"loss": {"jerk": {"weight": 1}}}, "loss.jerk", "position"),
+        (mf.TrainConfig, {"log_every": 30, "checkpoint_every": 40}, "checkpoint_every", "multiple of log_every"),
+        (mf.TrainConfig, {"n_replicates": True}, "n_replicates", "positive integer"),
+    ],
+)
+def test_bad_values_name_the_key_value_and_what_is_allowed(block, data, path, allowed):
+    with pytest.raises(mf.ConfigError) as error:
+        block.from_dict(data)
+    assert error.value.path == path
+    assert allowed in str(error.value)
+
+
+def test_delay_must_leave_steps_to_act_on():
+    model = mf.ModelConfig.from_dict({"feedback": {"delay": 10}})
+    task = mf.TaskConfig.from_dict({"n_steps": 10})
+    with pytest.raises(mf.ConfigError, match=r"model\.feedback\.delay.*n_steps \(10\)"):
+        mf.check_model_fits_task(model, task)

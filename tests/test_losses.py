@@ -1,0 +1,43 @@
+import jax.numpy as jnp
+import numpy as np
+
+import motorflow as mf
+
+
+def make_rollout(n_trials=2, n_steps=4, hidden=3):
+    pos = jnp.ones((n_trials, n_steps, 2))
+    return mf.Rollout(
+        pos=pos,
+        vel=jnp.full((n_trials, n_steps, 2), 2.0),
+        force=jnp.full((n_trials, n_steps, 2), 3.0),
+        hidden=jnp.full((n_trials, n_steps, hidden), 0.5),
+        output=jnp.full((n_trials, n_steps, 2), 3.0),
+        feedback=jnp.zeros((n_trials, n_steps, 4)),
+    )
+
+
+def test_terms_have_their_documented_values():
+    goal = jnp.zeros((2, 2))
+    trials = mf.Trials(init_pos=goal, init_vel=goal, goal_pos=goal)
+    config = mf.LossConfig.from_dict(
+        {
+            "position": {"weight": 1.0, "discount_power": 1},
+            "final_velocity": {"weight": 2.0},
+            "effort": {"weight": 0.5},
+            "hidden": {"weight": 0.0},
+        }
+    )
+    terms = mf.loss_terms(config, make_rollout(), trials)
+    # squared error 2 at each step, weights 1/4, 2/4, 3/4, 4/4
+    np.testing.assert_allclose(terms["position"], 2 * (1 + 2 + 3 + 4) / 4)
+    np.testing.assert_allclose(terms["final_velocity"], 8.0)
+    np.testing.assert_allclose(terms["effort"], 4 * 2 * 9.0)
+    np.testing.assert_allclose(terms["hidden"], 4 * 3 * 0.25)
+    np.testing.assert_allclose(mf.total_loss(config, terms), 5.0 + 16.0 + 36.0)
+
+
+def test_only_configured_terms_are_computed():
+    goal = jnp.zeros((2, 2))
+    trials = mf.Trials(init_pos=goal, init_vel=goal, goal_pos=goal)
+    config = mf.LossConfig.from_dict({"position": {}})
+    assert set(mf.loss_terms(config, make_rollout(), trials)) == {"position"}

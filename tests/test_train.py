@@ -1,0 +1,159 @@
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import assert_trees_equal
+
+import motorflow as mf
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupt_at(batch):
+    def on_log(done, history):
+        if done == batch:
+            raise Interrupt
+
+    return on_log
+
+
+def test_a_short_run_lowers_training_and_validation_loss(tiny):
+    setup = tiny(n_batches=60, log_every=20, checkpoint_every=20, optimizer={"learning_rate": 0.03})
+    result = setup.train()
+    loss = result.history["loss"]["total"]
+    assert np.isfinite(loss).all()
+    assert (loss[-10:].mean(axis=0) < 0.85 * loss[:5].mean(axis=0)).all()
+    validation = result.history["validation"]["total"]
+    assert validation.shape == (4, 3)
+    assert (validation[-1] < 0.75 * validation[0]).all()
+
+
+def test_history_records_every_term_per_batch_and_replicate(tiny):
+    setup = tiny()
+    history = setup.train().history
+    assert set(history["loss"]) == {"position", "final_velocity", "effort", "hidden", "total"}
+    for values in history["loss"].values():
+        assert values.shape == (40, 3) and np.isfinite(values).all()
+    np.testing.assert_allclose(history["learning_rate"], 1e-2)
+    weights = {name: term.weight for name, term in setup.config.loss.terms.items()}
+    recombined = sum(weights[name] * history["loss"][name] for name in weights)
+    np.testing.assert_allclose(recombined, history["loss"]["total"], rtol=1e-5)
+    dataset = mf.history_dataset(history, log_every=10)
+    assert dataset.loss.dims == ("term", "batch", "replicate")
+    assert list(dataset.validation_step.values) == [0, 10, 20, 30, 40]
+
+
+def test_leaves_outside_the_trainable_subset_stay_bit_identical(tiny):
+    setup = tiny(trainable=["network.readout"])
+    trained = setup.train().ensemble
+    assert_trees_equal(
+        eqx.filter(trained.network.cell, eqx.is_array),
+        eqx.filter(setup.ensemble.network.cell, eqx.is_array),
+    )
+    assert not np.array_equal(trained.network.readout.weight, setup.ensemble.network.readout.weight)
+
+
+@pytest.mark.parametrize("checkpoint_every", [10, 20])
+def test_resuming_after_interruptions_equals_an_uninterrupted_run(tiny, tmp_path, checkpoint_every):
+    setup = tiny(checkpoint_every=checkpoint_every)
+    reference = setup.train()
+    directory = tmp_path / "checkpoints"
+    # Interrupted at 10 and 30 batches; with checkpoint_every=20 the interruption at
+    # 30 loses the chunk since the checkpoint at 20, which must be recomputed exactly.
+    for batch in (10, 30):
+        with pytest.raises(Interrupt):
+            setup.train(checkpoint_dir=directory, on_log=interrupt_at(batch))
+    resumed = setup.train(checkpoint_dir=directory)
+    assert int(resumed.state.step) == 40
+    assert_trees_equal(resumed.state, reference.state)
+    assert_trees_equal(resumed.history, reference.history)
+    assert_trees_equal(
+        eqx.filter(resumed.ensemble, eqx.is_array), eqx.filter(reference.ensemble, eqx.is_array)
+    )
+
+
+def test_a_finished_run_reruns_from_its_final_checkpoint(tiny, tmp_path):
+    setup = tiny()
+    first = setup.train(checkpoint_dir=tmp_path)
+    calls = []
+    again = setup.train(checkpoint_dir=tmp_path, on_log=lambda done, _: calls.append(done))
+    assert calls == []
+    assert_trees_equal(again.state, first.state)
+
+
+def test_checkpoints_of_another_configuration_are_not_resumed(tiny, tmp_path):
+    tiny(optimizer={"learning_rate": 0.05}).train(checkpoint_dir=tmp_path)
+    setup = tiny()
+    resumed = setup.train(checkpoint_dir=tmp_path)
+    assert_trees_equal(resumed.state, setup.train().state)
+
+
+def test_keeps_the_newest_checkpoints_and_the_best(tiny, tmp_path):
+    setup = tiny(keep_checkpoints=1)
+    setup.train(checkpoint_dir=tmp_path)
+    with mf.Checkpoints(tmp_path, fingerprint=_fingerprint(tmp_path), keep=1) as checkpoints:
+        steps = checkpoints.all_steps()
+        assert checkpoints.latest_step() == 40 and 40 in steps
+        assert checkpoints.best_step() in steps
+        assert len(steps) <= 2
+
+
+def _fingerprint(directory):
+    import json
+
+    return json.loads((directory / "motorflow-run.json").read_text())
+
+
+def test_non_finite_loss_names_batch_replicate_and_term_and_keeps_the_checkpoint(tiny, tmp_path):
+    setup = tiny()
+    goal = np.asarray(setup.trials.goal_pos).copy()
+    goal[1, 27, 3] = np.nan
+    setup.trials = mf.Trials(setup.trials.init_pos, setup.trials.init_vel, jnp.asarray(goal))
+    with pytest.raises(mf.NonFiniteLossError) as error:
+        setup.train(checkpoint_dir=tmp_path)
+    message = str(error.value)
+    assert "batch 27" in message and "replicate(s) 1," in message and "position" in message
+    assert "checkpoint (batch 20)" in message
+    assert (error.value.batch, error.value.replicates) == (27, [1])
+    with mf.Checkpoints(tmp_path, fingerprint=_fingerprint(tmp_path)) as checkpoints:
+        assert checkpoints.latest_step() == 20
+
+
+def test_each_replicate_gets_its_own_trials_unless_shared(tiny):
+    own = tiny().train().history["loss"]["position"]
+    shared_setup = tiny(shared_trials=True)
+    assert shared_setup.trials.goal_pos.shape[0] == 1
+    shared = shared_setup.train().history["loss"]["position"]
+    assert np.isfinite(shared).all()
+    # With shared trials the replicates see the same reaches, so their first-batch
+    # losses differ only through their weights; own trials differ per replicate.
+    assert not np.array_equal(own[0], shared[0])
+
+
+@pytest.mark.parametrize(
+    "optimizer",
+    [
+        {"name": "sgd", "learning_rate": 0.01, "momentum": 0.9},
+        {"name": "adamw", "learning_rate": 0.01, "weight_decay": 0.01},
+        {"name": "adam", "clip_global_norm": 0.1,
+         "schedule": {"kind": "warmup_cosine", "warmup_steps": 10, "end_factor": 0.1}},
+        {"name": "adam", "schedule": {"kind": "exponential", "decay_rate": 0.5, "decay_steps": 20}},
+    ],
+)
+def test_configured_optimizers_train_and_record_their_learning_rate(tiny, optimizer):
+    setup = tiny(optimizer=optimizer)
+    history = setup.train().history
+    schedule = mf.learning_rate_schedule(setup.config.optimizer, setup.config.n_batches)
+    np.testing.assert_allclose(history["learning_rate"], [schedule(b) for b in range(40)], rtol=1e-6)
+    loss = history["loss"]["total"]
+    assert (loss[-5:].mean(axis=0) < loss[:5].mean(axis=0)).all()
+
+
+def test_trials_of_the_wrong_shape_are_rejected(tiny):
+    setup = tiny()
+    setup.trials = jax.tree.map(lambda x: x[:, :, :4], setup.trials)
+    with pytest.raises(ValueError, match="batch_size"):
+        setup.train()
