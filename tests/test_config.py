@@ -10,22 +10,39 @@ def test_defaults_round_trip_through_plain_dicts():
 
 
 def test_unknown_key_is_named_with_its_path():
-    with pytest.raises(mf.ConfigError, match=r"^model\.network\.hiden_size: unknown key.*hidden_size"):
+    with pytest.raises(
+        mf.ConfigError, match=r"^model\.network\.hiden_size: unknown key.*hidden_size"
+    ):
         mf.ModelConfig.from_dict({"network": {"hiden_size": 4}}, "model")
 
 
 @pytest.mark.parametrize(
     ("block", "data", "path", "allowed"),
     [
-        (mf.ModelConfig, {"network": {"hidden_size": 0}}, "network.hidden_size", "positive integer"),
+        (
+            mf.ModelConfig,
+            {"network": {"hidden_size": 0}},
+            "network.hidden_size",
+            "positive integer",
+        ),
         (mf.ModelConfig, {"network": {"cell": "lstm"}}, "network.cell", "'gru', 'rnn', 'leaky'"),
         (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", ">= 0"),
         (mf.ModelConfig, {"dt": "fast"}, "dt", "number > 0"),
         (mf.TaskConfig, {"workspace": [[1, 1], [-1, -1]]}, "workspace", "x_min < x_max"),
         (mf.TrainConfig, {"optimizer": {"name": "rmsprop"}}, "optimizer.name", "'adam'"),
-        (mf.TrainConfig, {"optimizer": {"schedule": {"kind": "step"}}}, "optimizer.schedule.kind", "'warmup_cosine'"),
+        (
+            mf.TrainConfig,
+            {"optimizer": {"schedule": {"kind": "step"}}},
+            "optimizer.schedule.kind",
+            "'warmup_cosine'",
+        ),
         (mf.TrainConfig, {"loss": {"jerk": {"weight": 1}}}, "loss.jerk", "position"),
-        (mf.TrainConfig, {"log_every": 30, "checkpoint_every": 40}, "checkpoint_every", "multiple of log_every"),
+        (
+            mf.TrainConfig,
+            {"log_every": 30, "checkpoint_every": 40},
+            "checkpoint_every",
+            "multiple of log_every",
+        ),
         (mf.TrainConfig, {"n_replicates": True}, "n_replicates", "positive integer"),
     ],
 )

@@ -38,4 +38,6 @@ def test_each_replicate_is_evaluated_as_its_own_model():
     model = mf.take_replicate(ensemble, 1)
     key = jax.random.split(jax.random.split(jax.random.key(1), 2)[1], 4)[3]
     alone = model.rollout(trials.init_pos[3], trials.init_vel[3], task.inputs(trials)[3], key=key)
-    np.testing.assert_allclose(states.pos.sel(replicate=1, trial=3), alone.pos, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        states.pos.sel(replicate=1, trial=3), alone.pos, rtol=1e-5, atol=1e-6
+    )

@@ -14,7 +14,8 @@ def test_save_load_round_trips_bit_exactly(tmp_path):
     assert loaded_config == config
     assert_trees_equal(eqx.filter(loaded, eqx.is_array), eqx.filter(ensemble, eqx.is_array))
     assert eqx.tree_equal(
-        eqx.filter(loaded, eqx.is_array, inverse=True), eqx.filter(ensemble, eqx.is_array, inverse=True)
+        eqx.filter(loaded, eqx.is_array, inverse=True),
+        eqx.filter(ensemble, eqx.is_array, inverse=True),
     )
     assert not list(tmp_path.glob("*.pkl")) and not list(tmp_path.glob(".model*"))
 

@@ -23,7 +23,9 @@ def test_training_trials_have_replicate_batch_trial_dims_and_differ():
     assert trials.goal_pos.shape == (3, 4, 5, 2)
     goal = np.asarray(trials.goal_pos)
     assert not np.array_equal(goal[0], goal[1]) and not np.array_equal(goal[0, 0], goal[0, 1])
-    shared = task().training_trials(jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5, shared=True)
+    shared = task().training_trials(
+        jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5, shared=True
+    )
     assert shared.goal_pos.shape == (1, 4, 5, 2)
 
 
@@ -40,8 +42,12 @@ def test_center_out_set_lays_goals_around_the_center():
     goal = np.asarray(center_out.trials.goal_pos)
     assert goal.shape == (8, 2)
     np.testing.assert_allclose(center_out.goal_distance, [0.1] * 4 + [0.2] * 4)
-    np.testing.assert_allclose(center_out.goal_angle[:4], [0, np.pi / 2, np.pi, 3 * np.pi / 2], rtol=1e-6)
-    np.testing.assert_allclose(np.hypot(*(goal - [0.5, 0.25]).T), center_out.goal_distance, rtol=1e-5)
+    np.testing.assert_allclose(
+        center_out.goal_angle[:4], [0, np.pi / 2, np.pi, 3 * np.pi / 2], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        np.hypot(*(goal - [0.5, 0.25]).T), center_out.goal_distance, rtol=1e-5
+    )
     np.testing.assert_allclose(goal[1], [0.5, 0.35], atol=1e-6)
     np.testing.assert_array_equal(center_out.trials.init_pos, np.broadcast_to([0.5, 0.25], (8, 2)))
 

@@ -138,8 +138,11 @@ def test_each_replicate_gets_its_own_trials_unless_shared(tiny):
     [
         {"name": "sgd", "learning_rate": 0.01, "momentum": 0.9},
         {"name": "adamw", "learning_rate": 0.01, "weight_decay": 0.01},
-        {"name": "adam", "clip_global_norm": 0.1,
-         "schedule": {"kind": "warmup_cosine", "warmup_steps": 10, "end_factor": 0.1}},
+        {
+            "name": "adam",
+            "clip_global_norm": 0.1,
+            "schedule": {"kind": "warmup_cosine", "warmup_steps": 10, "end_factor": 0.1},
+        },
         {"name": "adam", "schedule": {"kind": "exponential", "decay_rate": 0.5, "decay_steps": 20}},
     ],
 )
@@ -147,7 +150,9 @@ def test_configured_optimizers_train_and_record_their_learning_rate(tiny, optimi
     setup = tiny(optimizer=optimizer)
     history = setup.train().history
     schedule = mf.learning_rate_schedule(setup.config.optimizer, setup.config.n_batches)
-    np.testing.assert_allclose(history["learning_rate"], [schedule(b) for b in range(40)], rtol=1e-6)
+    np.testing.assert_allclose(
+        history["learning_rate"], [schedule(b) for b in range(40)], rtol=1e-6
+    )
     loss = history["loss"]["total"]
     assert (loss[-5:].mean(axis=0) < loss[:5].mean(axis=0)).all()
 

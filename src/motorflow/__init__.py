@@ -19,14 +19,48 @@ from ._config import (
 )
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._evaluate import evaluate, rollout_ensemble
+from ._experiments import (
+    Experiment,
+    canonical_json,
+    check_name,
+    experiment_keys,
+    resolve_experiments,
+)
 from ._feedback import FeedbackChannel
+from ._figures import (
+    comparison_summary,
+    plot_comparison,
+    plot_loss_history,
+    plot_speed_profiles,
+    plot_trajectories,
+)
 from ._history import empty_history, history_dataset, validation_steps
 from ._io import load_ensemble, save_ensemble
 from ._loop import ClosedLoop, Rollout
 from ._losses import loss_terms, total_loss
 from ._mechanics import MechanicsState, PointMass
+from ._metrics import metrics_table, reach_metrics
 from ._network import Network
 from ._optim import learning_rate_schedule, make_optimizer
+from ._runtime import enable_compilation_cache, stage_logging
+from ._stages import (
+    comparison_figure,
+    evaluate_experiment,
+    experiment_figures,
+    make_trials,
+    train_experiment,
+)
+from ._store import (
+    StoreError,
+    center_out_dataset,
+    open_dataset,
+    read_center_out,
+    read_states,
+    read_trials,
+    trials_dataset,
+    write_dataset,
+    write_trials,
+)
 from ._tasks import CenterOut, ReachTask, Trials
 from ._train import NonFiniteLossError, Trainer, TrainResult, TrainState, train
 from ._trainable import trainable_filter
@@ -38,6 +72,7 @@ __all__ = [
     "Checkpoints",
     "ClosedLoop",
     "ConfigError",
+    "Experiment",
     "FeedbackChannel",
     "FeedbackConfig",
     "GRUCell",
@@ -55,6 +90,7 @@ __all__ = [
     "ReachTask",
     "Rollout",
     "ScheduleConfig",
+    "StoreError",
     "TaskConfig",
     "TrainConfig",
     "TrainResult",
@@ -63,22 +99,48 @@ __all__ = [
     "Trials",
     "VanillaCell",
     "build_model",
+    "canonical_json",
+    "center_out_dataset",
     "check_model_fits_task",
+    "check_name",
+    "comparison_figure",
+    "comparison_summary",
     "empty_history",
+    "enable_compilation_cache",
     "evaluate",
+    "evaluate_experiment",
+    "experiment_figures",
+    "experiment_keys",
     "history_dataset",
     "learning_rate_schedule",
     "load_ensemble",
     "loss_terms",
     "make_ensemble",
     "make_optimizer",
+    "make_trials",
+    "metrics_table",
     "n_replicates",
+    "open_dataset",
+    "plot_comparison",
+    "plot_loss_history",
+    "plot_speed_profiles",
+    "plot_trajectories",
+    "reach_metrics",
+    "read_center_out",
+    "read_states",
+    "read_trials",
     "replicate_keys",
+    "resolve_experiments",
     "rollout_ensemble",
     "save_ensemble",
+    "stage_logging",
     "take_replicate",
     "total_loss",
     "train",
+    "train_experiment",
     "trainable_filter",
+    "trials_dataset",
     "validation_steps",
+    "write_dataset",
+    "write_trials",
 ]

@@ -12,10 +12,11 @@ import json
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import jax
-import orbax.checkpoint as ocp
+
+from ._orbax import orbax_checkpoint
 
 logger = logging.getLogger("motorflow")
 
@@ -36,6 +37,7 @@ class Checkpoints:
     def __init__(self, directory: str | Path, *, fingerprint: dict[str, Any], keep: int = 2):
         self.directory = Path(directory).absolute()
         self._claim(fingerprint)
+        ocp = self._ocp = orbax_checkpoint()
         policies = ocp.checkpoint_managers
         self._manager = ocp.CheckpointManager(
             self.directory,
@@ -72,7 +74,7 @@ class Checkpoints:
         tmp.write_text(text)
         tmp.replace(record)
 
-    def __enter__(self) -> Checkpoints:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -95,8 +97,9 @@ class Checkpoints:
         """Start writing `step` (asynchronously); `loss` ranks it for keeping."""
         self._manager.save(
             step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardSave(state), history=ocp.args.StandardSave(history)
+            args=self._ocp.args.Composite(
+                state=self._ocp.args.StandardSave(state),
+                history=self._ocp.args.StandardSave(history),
             ),
             metrics={"loss": float(loss)},
             force=True,
@@ -104,12 +107,12 @@ class Checkpoints:
 
     def restore(self, step: int, *, state_like: Any, history_like: Any) -> tuple[Any, Any]:
         """Read `step` into the structures of `state_like` and `history_like`."""
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, (state_like, history_like))
+        abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, (state_like, history_like))
         restored = self._manager.restore(
             step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract[0]),
-                history=ocp.args.StandardRestore(abstract[1]),
+            args=self._ocp.args.Composite(
+                state=self._ocp.args.StandardRestore(abstract[0]),
+                history=self._ocp.args.StandardRestore(abstract[1]),
             ),
         )
         return restored["state"], restored["history"]

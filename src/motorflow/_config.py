@@ -428,4 +428,3 @@ def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") 
             f"delay ({model.feedback.delay} steps) must be smaller than the task's "
             f"n_steps ({task.n_steps})",
         )
-

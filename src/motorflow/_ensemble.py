@@ -65,9 +65,7 @@ def make_ensemble(
     Replicate i is the model ``build_model(config, key=replicate_keys(key, n)[i])``.
     """
     keys = replicate_keys(key, n_replicates)
-    return eqx.filter_vmap(lambda k: build_model(config, n_task_inputs=n_task_inputs, key=k))(
-        keys
-    )
+    return eqx.filter_vmap(lambda k: build_model(config, n_task_inputs=n_task_inputs, key=k))(keys)
 
 
 def n_replicates(ensemble: eqx.Module) -> int:

@@ -38,7 +38,9 @@ def rollout_ensemble(
                 trials.init_pos, trials.init_vel, inputs, keys
             )
 
-        return eqx.filter_vmap(one_replicate)(ensemble, jax.random.split(key, n_replicates(ensemble)))
+        return eqx.filter_vmap(one_replicate)(
+            ensemble, jax.random.split(key, n_replicates(ensemble))
+        )
 
     return run(ensemble, trials, key)
 
@@ -85,7 +87,11 @@ def evaluate(
         coords={
             "replicate": np.arange(n_rep),
             "trial": np.arange(n_trials),
-            "time": ("time", (np.arange(n_steps) * model_config.dt).astype(np.float32), {"units": "s"}),
+            "time": (
+                "time",
+                (np.arange(n_steps) * model_config.dt).astype(np.float32),
+                {"units": "s"},
+            ),
             "component": COMPONENTS,
             "unit": np.arange(n_units),
             "goal_angle": ("trial", np.asarray(trials.goal_angle), {"units": "rad"}),

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import equinox as eqx
 import jax
-import orbax.checkpoint as ocp
 
 from ._config import ModelConfig
 from ._ensemble import make_ensemble, n_replicates
+from ._orbax import orbax_checkpoint
 
 FORMAT = "motorflow.ensemble/1"
 _CONFIG = "ensemble.json"
@@ -36,7 +36,7 @@ def save_ensemble(
     }
     try:
         tmp.mkdir(parents=True)
-        with ocp.StandardCheckpointer() as checkpointer:
+        with orbax_checkpoint().StandardCheckpointer() as checkpointer:
             checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
         (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
         if path.exists():
@@ -55,12 +55,12 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
     path = Path(path).absolute()
     record_path = path / _CONFIG
     if not record_path.is_file():
-        raise FileNotFoundError(
-            f"{path} is not a saved motorflow ensemble: {_CONFIG} is missing"
-        )
+        raise FileNotFoundError(f"{path} is not a saved motorflow ensemble: {_CONFIG} is missing")
     record = json.loads(record_path.read_text())
     if record.get("format") != FORMAT:
-        raise ValueError(f"{record_path}: unknown format {record.get('format')!r}; expected {FORMAT!r}")
+        raise ValueError(
+            f"{record_path}: unknown format {record.get('format')!r}; expected {FORMAT!r}"
+        )
     config = ModelConfig.from_dict(record["model"], "model")
     skeleton = eqx.filter_eval_shape(
         make_ensemble,
@@ -70,6 +70,6 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
         key=jax.random.key(0),
     )
     arrays, static = eqx.partition(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct))
-    with ocp.StandardCheckpointer() as checkpointer:
+    with orbax_checkpoint().StandardCheckpointer() as checkpointer:
         restored = checkpointer.restore(path / _ARRAYS, arrays)
     return eqx.combine(restored, static), config

@@ -45,8 +45,8 @@ class ClosedLoop(eqx.Module):
 
     def rollout(
         self,
-        init_pos: Float[Array, "2"],
-        init_vel: Float[Array, "2"],
+        init_pos: Float[Array, 2],
+        init_vel: Float[Array, 2],
         task_input: Float[Array, "time input"],
         *,
         key: PRNGKeyArray,
@@ -62,9 +62,7 @@ class ClosedLoop(eqx.Module):
             task_in, step_key = xs
             feedback_key, network_key = jax.random.split(step_key)
             queue, seen = self.feedback(queue, _observe(mech), key=feedback_key)
-            hidden, output = self.network(
-                jnp.concatenate([task_in, seen]), hidden, key=network_key
-            )
+            hidden, output = self.network(jnp.concatenate([task_in, seen]), hidden, key=network_key)
             record = Rollout(
                 pos=mech.pos,
                 vel=mech.vel,
@@ -80,5 +78,5 @@ class ClosedLoop(eqx.Module):
         return states
 
 
-def _observe(mech: MechanicsState) -> Float[Array, "4"]:
+def _observe(mech: MechanicsState) -> Float[Array, 4]:
     return jnp.concatenate([mech.pos, mech.vel])

@@ -38,9 +38,7 @@ _TERMS = {
 }
 
 
-def loss_terms(
-    config: LossConfig, rollout: Rollout, trials: Trials
-) -> dict[str, Float[Array, ""]]:
+def loss_terms(config: LossConfig, rollout: Rollout, trials: Trials) -> dict[str, Float[Array, ""]]:
     """Each configured term averaged over trials (leading dims of `trials`).
 
     - ``position``: squared distance to the goal summed over time, weighted by

@@ -17,9 +17,9 @@ class MechanicsState(eqx.Module):
     - `force`: the force applied during the last step, shape `(2,)`.
     """
 
-    pos: Float[Array, "2"]
-    vel: Float[Array, "2"]
-    force: Float[Array, "2"]
+    pos: Float[Array, 2]
+    vel: Float[Array, 2]
+    force: Float[Array, 2]
 
 
 class PointMass(eqx.Module):
@@ -36,11 +36,11 @@ class PointMass(eqx.Module):
     damping: float
     dt: float
 
-    def init(self, pos: Float[Array, "2"], vel: Float[Array, "2"]) -> MechanicsState:
+    def init(self, pos: Float[Array, 2], vel: Float[Array, 2]) -> MechanicsState:
         """The state at rest under zero force at `pos` moving with `vel`."""
         return MechanicsState(pos=pos, vel=vel, force=jnp.zeros_like(pos))
 
-    def __call__(self, state: MechanicsState, force: Float[Array, "2"]) -> MechanicsState:
+    def __call__(self, state: MechanicsState, force: Float[Array, 2]) -> MechanicsState:
         """Advance `state` by `dt` under the applied `force`."""
         accel = (force - self.damping * state.vel) / self.mass
         return MechanicsState(

@@ -31,7 +31,7 @@ class Network(eqx.Module):
         hidden: Float[Array, " hidden"],
         *,
         key: PRNGKeyArray,
-    ) -> tuple[Float[Array, " hidden"], Float[Array, "2"]]:
+    ) -> tuple[Float[Array, " hidden"], Float[Array, 2]]:
         """One step: returns the new hidden state and the output force."""
         hidden = self.cell(input, hidden)
         if self.hidden_noise_std > 0:

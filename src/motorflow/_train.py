@@ -26,7 +26,7 @@ from ._ensemble import n_replicates
 from ._history import History, empty_history, validation_steps
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
-from ._tasks import ReachTask, Trials
+from ._tasks import CenterOut, ReachTask, Trials
 from ._trainable import trainable_filter
 
 logger = logging.getLogger("motorflow")
@@ -204,6 +204,7 @@ def train(
     *,
     key: PRNGKeyArray,
     checkpoint_dir: str | Path | None = None,
+    validation: CenterOut | None = None,
     progress: bool = True,
     on_log: Callable[[int, History], None] | None = None,
 ) -> TrainResult:
@@ -219,6 +220,7 @@ def train(
     - `key`: seeds the per-batch noise and the validation noise.
     - `checkpoint_dir`: where to checkpoint (every ``checkpoint_every`` batches and at
       the end) and resume from; None trains without checkpoints.
+    - `validation`: the validation set; by default the task's center-out set.
     - `progress`: show a progress bar.
     - `on_log`: called after each validation step (and its checkpoint, if any) with
       the number of batches done and the history so far.
@@ -238,7 +240,7 @@ def train(
         log_every=config.log_every,
     )
     host_trials = jax.tree.map(np.asarray, trials)
-    validation_trials = task.eval_trials().trials
+    validation_trials = (task.eval_trials() if validation is None else validation).trials
     steps = validation_steps(config.n_batches, config.log_every)
     fingerprint = {
         "train": config.to_dict(),
@@ -246,6 +248,7 @@ def train(
         "key": _digest(key),
         "initial_ensemble": _digest(eqx.filter(ensemble, eqx.is_array)),
         "trials": _digest(host_trials),
+        "validation": _digest(validation_trials),
     }
     checkpoints = (
         Checkpoints(checkpoint_dir, fingerprint=fingerprint, keep=config.keep_checkpoints)
@@ -259,23 +262,26 @@ def train(
             done = int(state.step)
             logger.info("Resuming from the checkpoint at batch %d in %s", done, checkpoint_dir)
         if done == 0:
-            _record_validation(history, 0, trainer.validate(state.params, validation_trials, validation_key))
+            _record_validation(
+                history, 0, trainer.validate(state.params, validation_trials, validation_key)
+            )
         bar = tqdm(
             total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
         )
         with bar:
             for start in range(done, config.n_batches, config.log_every):
                 stop = min(start + config.log_every, config.n_batches)
-                chunk = jax.tree.map(lambda x: np.swapaxes(x[:, start:stop], 0, 1), host_trials)
-                new_state, losses, lr = trainer.run_chunk(state, chunk, jnp.arange(start, stop))
+                new_state, losses, lr = trainer.run_chunk(
+                    state, _batches(host_trials, start, stop), jnp.arange(start, stop)
+                )
                 losses = jax.tree.map(np.asarray, losses)
                 _raise_if_non_finite(losses, start, checkpoints)
                 state = new_state
                 for name, value in losses.items():
                     history["loss"][name][start:stop] = value
                 history["learning_rate"][start:stop] = np.asarray(lr)
-                validation = trainer.validate(state.params, validation_trials, validation_key)
-                _record_validation(history, int(np.searchsorted(steps, stop)), validation)
+                val_losses = trainer.validate(state.params, validation_trials, validation_key)
+                _record_validation(history, int(np.searchsorted(steps, stop)), val_losses)
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{float(np.mean(losses['total'][-1])):.3g}")
                 logger.info(
@@ -283,7 +289,7 @@ def train(
                     stop,
                     config.n_batches,
                     _format_losses({k: v[-1] for k, v in losses.items()}),
-                    _format_losses(jax.tree.map(np.asarray, validation)),
+                    _format_losses(jax.tree.map(np.asarray, val_losses)),
                 )
                 if checkpoints is not None and (
                     stop % config.checkpoint_every == 0 or stop == config.n_batches
@@ -292,7 +298,7 @@ def train(
                         stop,
                         state=state,
                         history=jax.tree.map(np.copy, history),
-                        loss=float(np.mean(validation["total"])),
+                        loss=float(np.mean(val_losses["total"])),
                     )
                 if on_log is not None:
                     on_log(stop, history)
@@ -300,6 +306,11 @@ def train(
         if checkpoints is not None:
             checkpoints.close()
     return TrainResult(ensemble=trainer.ensemble(state.params), history=history, state=state)
+
+
+def _batches(trials: Trials, start: int, stop: int) -> Trials:
+    """Batches ``start:stop`` with the batch axis first, as the chunk's scan wants."""
+    return jax.tree.map(lambda x: np.swapaxes(x[:, start:stop], 0, 1), trials)
 
 
 def _record_validation(history: History, index: int, validation: dict[str, Array]) -> None:

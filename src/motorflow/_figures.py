@@ -1,0 +1,296 @@
+"""Figures of training histories, evaluated reaches and experiment comparisons.
+
+Every function builds a standalone `matplotlib.figure.Figure` (no pyplot, so the
+global backend is never touched) and leaves saving to the caller.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+ANGLE_CMAP = "hsv"  # cyclic, and unlike "twilight" never fades into a white background
+TRAIN_COLOR = "tab:blue"
+VALIDATION_COLOR = "tab:orange"
+
+
+def _angle_colors(goal_angle: xr.DataArray) -> np.ndarray:
+    """RGBA per trial from its goal angle on a cyclic colormap, shape `(trial, 4)`."""
+    turns = np.mod(np.asarray(goal_angle, dtype=float), 2 * np.pi) / (2 * np.pi)
+    return mpl.colormaps[ANGLE_CMAP](turns)
+
+
+def _add_angle_colorbar(fig: Figure, axes: Axes | list[Axes]) -> None:
+    mappable = mpl.cm.ScalarMappable(
+        norm=mpl.colors.Normalize(0, 2 * np.pi), cmap=mpl.colormaps[ANGLE_CMAP]
+    )
+    colorbar = fig.colorbar(mappable, ax=axes, shrink=0.8)
+    colorbar.set_label("goal angle (rad)")
+    colorbar.set_ticks(
+        [0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], labels=["0", "π/2", "π", "3π/2", "2π"]
+    )
+
+
+def _log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
+    """Log y when every finite value is positive; symlog when some are zero; else linear.
+
+    A loss term that is switched off is exactly zero, which a plain log axis would
+    silently drop.
+    """
+    finite = values[np.isfinite(values)]
+    nonzero = np.abs(finite[finite != 0])
+    if finite.size and np.all(finite > 0):
+        ax.set_yscale("log")
+    elif nonzero.size:
+        ax.set_yscale("symlog", linthresh=float(nonzero.min()))
+
+
+def _no_data(ax: Axes, text: str = "no data") -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.5")
+
+
+def _suptitle(fig: Figure, title: str) -> None:
+    if title:
+        fig.suptitle(title)
+
+
+def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
+    """Training and validation loss against batch, one panel per loss term.
+
+    Each panel shows the training loss as its mean across replicates with the
+    min–max range across replicates shaded, and the validation loss (mean across
+    replicates) at its validation steps. Batches that have not run (NaN) are left
+    out. The ``total`` term comes first.
+
+    **Arguments:**
+
+    - `history`: the Dataset from `history_dataset`, with ``loss`` `(term, batch,
+      replicate)` and ``validation_loss`` `(term, validation_step, replicate)`.
+    - `title`: figure title.
+    """
+    terms = list(history.term.values)
+    terms = ["total", *(t for t in terms if t != "total")] if "total" in terms else terms
+    n_cols = min(len(terms), 3)
+    n_rows = math.ceil(len(terms) / n_cols)
+    fig = Figure(figsize=(4.2 * n_cols, 3.2 * n_rows), layout="constrained")
+    grid = fig.subplots(n_rows, n_cols, squeeze=False)
+    for ax in grid.flat[len(terms) :]:
+        fig.delaxes(ax)
+    n_replicates = history.sizes["replicate"]
+    for ax, term in zip(grid.flat, terms):
+        loss = history.loss.sel(term=term)
+        loss = loss.isel(batch=loss.notnull().any("replicate").values)
+        validation = history.validation_loss.sel(term=term)
+        validation = validation.isel(validation_step=validation.notnull().any("replicate").values)
+        ax.set_title(term)
+        ax.set_xlabel("batch")
+        ax.set_ylabel("loss")
+        if loss.sizes["batch"] == 0 and validation.sizes["validation_step"] == 0:
+            _no_data(ax)
+            continue
+        ax.fill_between(
+            loss.batch,
+            loss.min("replicate"),
+            loss.max("replicate"),
+            color=TRAIN_COLOR,
+            alpha=0.25,
+            linewidth=0,
+            label=f"train, min–max of {n_replicates}",
+        )
+        ax.plot(loss.batch, loss.mean("replicate"), color=TRAIN_COLOR, lw=1, label="train, mean")
+        ax.plot(
+            validation.validation_step,
+            validation.mean("replicate"),
+            "o-",
+            color=VALIDATION_COLOR,
+            ms=4,
+            lw=1.5,
+            label="validation, mean",
+        )
+        _log_scale_if_possible(ax, np.concatenate([loss.values.ravel(), validation.values.ravel()]))
+    drawn = [ax for ax in grid.flat[: len(terms)] if ax.lines]
+    if drawn:
+        drawn[0].legend(fontsize="small")
+    _suptitle(fig, title)
+    return fig
+
+
+def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str = "") -> Figure:
+    """Hand paths in the plane, one panel per replicate, coloured by goal angle.
+
+    Goals are open circles in their trial's colour; starts are black dots.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``pos`` `(replicate, trial,
+      time, component)`, ``goal`` `(trial, component)` and the ``goal_angle`` coord.
+    - `max_replicates`: the first this many replicates are drawn.
+    - `title`: figure title.
+    """
+    if max_replicates < 1:
+        raise ValueError(f"max_replicates must be at least 1, got {max_replicates}")
+    xy = {"component": ["x", "y"]}
+    shown = states.isel(replicate=slice(0, max_replicates))
+    n_panels = shown.sizes["replicate"]
+    colors = _angle_colors(states.goal_angle)
+    fig = Figure(figsize=(3.2 * n_panels + 1.0, 3.4), layout="constrained")
+    axes = list(fig.subplots(1, n_panels, squeeze=False).flat)
+    goal = states.goal.sel(xy).transpose("trial", "component").values
+    # Same limits everywhere so panels compare at a glance, without sharing axes,
+    # which an equal aspect ratio cannot adjust.
+    points = np.concatenate([shown.pos.values.reshape(-1, 2), goal])
+    points = points[np.all(np.isfinite(points), axis=1)]
+    for replicate, ax in zip(shown.replicate.values, axes):
+        pos = (
+            shown.pos.sel(replicate=replicate, **xy).transpose("trial", "time", "component").values
+        )
+        for path, color in zip(pos, colors):
+            ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
+        ax.scatter(
+            goal[:, 0], goal[:, 1], s=70, facecolors="none", edgecolors=colors, lw=1.5, label="goal"
+        )
+        ax.scatter(pos[:, 0, 0], pos[:, 0, 1], s=15, color="k", zorder=3, label="start")
+        ax.set_title(f"replicate {replicate}")
+        ax.set_xlabel("x (m)")
+        ax.set_ylabel("y (m)")
+        if len(points):
+            low, high = points.min(0), points.max(0)
+            half = max(float((high - low).max()) / 2 * 1.1, 1e-3)
+            center = (low + high) / 2
+            ax.set_xlim(center[0] - half, center[0] + half)
+            ax.set_ylim(center[1] - half, center[1] + half)
+        ax.set_aspect("equal", adjustable="box")
+    axes[0].legend(fontsize="small", loc="best")
+    _add_angle_colorbar(fig, axes)
+    n_total = states.sizes["replicate"]
+    if n_panels < n_total:
+        title = f"{title} (first {n_panels} of {n_total} replicates)".strip()
+    _suptitle(fig, title)
+    return fig
+
+
+def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
+    """Hand speed against time, one line per trial coloured by goal angle.
+
+    Each line is the mean across replicates; the shading around it is the
+    min–max range across replicates.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``vel`` `(replicate, trial,
+      time, component)` and the ``time`` (s) and ``goal_angle`` coords.
+    - `title`: figure title.
+    """
+    speed = np.sqrt((states.vel**2).sum("component", skipna=False))
+    speed = speed.transpose("trial", "replicate", "time")
+    time = states.time.values
+    colors = _angle_colors(states.goal_angle)
+    fig = Figure(figsize=(6.0, 3.6), layout="constrained")
+    ax = fig.subplots()
+    for trial_speed, color in zip(speed.values, colors):
+        finite = np.isfinite(trial_speed).any(axis=0)
+        if not finite.any():
+            continue
+        per_time = trial_speed[:, finite]
+        ax.fill_between(
+            time[finite],
+            np.nanmin(per_time, 0),
+            np.nanmax(per_time, 0),
+            color=color,
+            alpha=0.15,
+            lw=0,
+        )
+        ax.plot(time[finite], np.nanmean(per_time, 0), color=color, lw=1.5)
+    if not ax.lines:
+        _no_data(ax)
+    n_replicates = states.sizes["replicate"]
+    ax.set_title(
+        f"mean (line) and min–max (band) of {n_replicates} replicate(s)", fontsize="medium"
+    )
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("speed (m/s)")
+    ax.set_ylim(bottom=0)
+    _add_angle_colorbar(fig, ax)
+    _suptitle(fig, title)
+    return fig
+
+
+def comparison_summary(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
+    """One experiment's per-replicate numbers for `plot_comparison`.
+
+    **Arguments:**
+
+    - `history`: the Dataset from `history_dataset`.
+    - `metrics`: the Dataset from `reach_metrics`, for the same replicates.
+
+    **Returns:**
+
+    A Dataset with dim `replicate` and variables ``final_validation_loss`` (the
+    ``total`` validation loss at the last validation step) and ``endpoint_error``
+    (the mean over trials).
+    """
+    final = history.validation_loss.sel(term="total").isel(validation_step=-1)
+    final_validation_loss = final.reset_coords(drop=True)
+    endpoint_error = metrics.endpoint_error.mean("trial").reset_coords(drop=True)
+    # Replicates must match one to one; an outer join would silently pad with NaN.
+    final_validation_loss, endpoint_error = xr.align(
+        final_validation_loss, endpoint_error, join="exact"
+    )
+    return xr.Dataset(
+        {"final_validation_loss": final_validation_loss, "endpoint_error": endpoint_error},
+        attrs={"validation_step": int(final.validation_step)},
+    )
+
+
+def plot_comparison(summaries: dict[str, xr.Dataset], *, title: str = "") -> Figure:
+    """Final validation loss and endpoint error of several experiments side by side.
+
+    Each replicate is a dot (spread sideways so that none hide each other) and
+    each experiment's mean across replicates is a horizontal bar.
+
+    **Arguments:**
+
+    - `summaries`: experiment name to its `comparison_summary` Dataset, with dim
+      `replicate`; drawn left to right in the dict's order.
+    - `title`: figure title.
+    """
+    names = list(summaries)
+    labels = {
+        "final_validation_loss": "final validation loss (total)",
+        "endpoint_error": "endpoint error (m)",
+    }
+    tilt = len(names) > 3 or any(len(name) > 12 for name in names)
+    fig = Figure(figsize=(2 * max(3.5, 0.9 * len(names) + 1.5), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(labels), squeeze=False).flat
+    for ax, (variable, label) in zip(axes, labels.items()):
+        shown = []
+        for x, name in enumerate(names):
+            values = np.asarray(summaries[name][variable].values, dtype=float).ravel()
+            shown.append(values)
+            # Evenly spread, not random, so a figure redraws identically.
+            offsets = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else 0.0
+            ax.scatter(x + offsets, values, s=18, color="tab:blue", alpha=0.8, zorder=2)
+            finite = values[np.isfinite(values)]
+            if finite.size:
+                ax.hlines(finite.mean(), x - 0.28, x + 0.28, color="k", lw=2, zorder=3)
+        ax.set_xticks(
+            range(len(names)),
+            names,
+            rotation=30 if tilt else 0,
+            ha="right" if tilt else "center",
+            rotation_mode="anchor",
+        )
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        ax.set_ylabel(label)
+        values = np.concatenate(shown) if shown else np.empty(0)
+        if variable == "final_validation_loss":
+            _log_scale_if_possible(ax, values)
+        elif np.isfinite(values).any() and np.nanmin(values) >= 0:
+            ax.set_ylim(bottom=0)
+    _suptitle(fig, title)
+    return fig

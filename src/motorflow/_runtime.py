@@ -1,0 +1,49 @@
+"""Process set-up for a pipeline stage: log file, progress output, compilation cache."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import jax
+
+
+def enable_compilation_cache(directory: str | Path | None) -> None:
+    """Cache compiled programs in `directory` (shared by every stage); '' or None: off."""
+    if not directory:
+        return
+    path = Path(directory).absolute()
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+@contextlib.contextmanager
+def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
+    """Send the stage's log lines and progress bars to `log_path`.
+
+    Errors are logged there too and then re-raised, so they also reach the console.
+    """
+    logger = logging.getLogger("motorflow")
+    logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "w", buffering=1) as stream:
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+        logger.info("JAX devices: %s", jax.devices())
+        previous_stderr, sys.stderr = sys.stderr, stream
+        try:
+            yield logger
+        except BaseException:
+            logger.exception("stage failed")
+            raise
+        finally:
+            sys.stderr = previous_stderr
+            logger.removeHandler(handler)

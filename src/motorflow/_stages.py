@@ -1,0 +1,176 @@
+"""The pipeline's stages as plain functions of paths and resolved configs.
+
+Workflow scripts only translate Snakemake's inputs, outputs and params into
+these calls, so every stage can also be run (and tested) without Snakemake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from ._config import TaskConfig
+from ._ensemble import make_ensemble
+from ._evaluate import evaluate
+from ._experiments import Experiment, experiment_keys
+from ._figures import (
+    comparison_summary,
+    plot_comparison,
+    plot_loss_history,
+    plot_speed_profiles,
+    plot_trajectories,
+)
+from ._history import history_dataset
+from ._io import load_ensemble, save_ensemble
+from ._metrics import metrics_table, reach_metrics
+from ._store import (
+    center_out_dataset,
+    json_attrs,
+    open_dataset,
+    read_center_out,
+    read_states,
+    read_trials,
+    write_dataset,
+    write_trials,
+)
+from ._tasks import ReachTask
+from ._train import train
+
+
+def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path: Path) -> None:
+    """Write the training specs `(replicate, batch, trial)` and the evaluation specs.
+
+    `dataset_spec` is :meth:`Experiment.dataset_spec`: task config, replicate sets,
+    batches, batch size and seed.
+    """
+    task = ReachTask(TaskConfig.from_dict(dataset_spec["task"], "task"))
+    trials = task.training_trials(
+        experiment_keys(dataset_spec["seed"])["trials"],
+        n_replicates=dataset_spec["n_replicates"],
+        n_batches=dataset_spec["n_batches"],
+        batch_size=dataset_spec["batch_size"],
+    )
+    write_trials(trials, train_path, attrs={"dataset_spec": dict(dataset_spec)})
+    write_dataset(
+        center_out_dataset(task.eval_trials(), attrs={"task_config": dataset_spec["task"]}),
+        eval_path,
+    )
+
+
+def train_experiment(
+    experiment: Experiment,
+    *,
+    trials_path: Path,
+    eval_path: Path,
+    model_path: Path,
+    history_path: Path,
+    checkpoint_dir: Path,
+    progress: bool = True,
+) -> None:
+    """Train (or resume) one experiment; write the final model and its history."""
+    trials = read_trials(trials_path)
+    validation = read_center_out(eval_path)
+    task = ReachTask(experiment.task)
+    keys = experiment_keys(experiment.seed)
+    ensemble = make_ensemble(
+        experiment.model,
+        n_replicates=experiment.train.n_replicates,
+        n_task_inputs=task.n_inputs,
+        key=keys["init"],
+    )
+    result = train(
+        ensemble,
+        trials,
+        task,
+        experiment.train,
+        key=keys["train"],
+        checkpoint_dir=checkpoint_dir,
+        validation=validation,
+        progress=progress,
+    )
+    history = history_dataset(
+        result.history,
+        log_every=experiment.train.log_every,
+        attrs=json_attrs({"experiment": experiment.to_dict()}),
+    )
+    write_dataset(history, history_path)
+    save_ensemble(model_path, result.ensemble, experiment.model, n_task_inputs=task.n_inputs)
+
+
+def evaluate_experiment(
+    experiment: Experiment,
+    *,
+    model_path: Path,
+    eval_path: Path,
+    states_path: Path,
+    metrics_path: Path,
+    table_path: Path,
+    goal_radius: float,
+) -> None:
+    """Run the trained ensemble on the evaluation specs; write states and metrics."""
+    ensemble, model_config = load_ensemble(model_path)
+    task = ReachTask(experiment.task)
+    states = evaluate(
+        ensemble,
+        task,
+        model_config,
+        key=experiment_keys(experiment.seed)["evaluate"],
+        trials=read_center_out(eval_path),
+        attrs={"experiment": experiment.name, "seed": experiment.seed},
+    )
+    write_dataset(states, states_path)
+    metrics = reach_metrics(read_states(states_path), goal_radius=goal_radius)
+    write_dataset(metrics, metrics_path)
+    table_path = Path(table_path)
+    tmp = table_path.with_name(f".{table_path.name}.tmp")
+    metrics_table(metrics).to_csv(tmp, index=False)
+    tmp.replace(table_path)
+
+
+def _save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    figure.savefig(tmp, dpi=dpi, bbox_inches="tight")
+    tmp.replace(path)
+
+
+def experiment_figures(
+    *,
+    history_path: Path,
+    states_path: Path,
+    loss_path: Path,
+    trajectories_path: Path,
+    speed_path: Path,
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """Loss history, center-out trajectories and speed profiles of one experiment."""
+    history = open_dataset(history_path)
+    states = read_states(states_path)
+    dpi = options["dpi"]
+    _save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi)
+    _save_figure(
+        plot_trajectories(states, max_replicates=options["max_replicates"], title=title),
+        trajectories_path,
+        dpi=dpi,
+    )
+    _save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
+
+
+def comparison_figure(
+    experiments: Sequence[str],
+    *,
+    history_paths: Sequence[Path],
+    metrics_paths: Sequence[Path],
+    output_path: Path,
+    options: Mapping[str, Any],
+) -> None:
+    """Final validation loss and endpoint error per replicate, across experiments."""
+    summaries = {
+        name: comparison_summary(open_dataset(history), open_dataset(metrics))
+        for name, history, metrics in zip(experiments, history_paths, metrics_paths, strict=True)
+    }
+    _save_figure(plot_comparison(summaries), output_path, dpi=options["dpi"])

@@ -1,0 +1,164 @@
+"""Zarr stores of the pipeline: trial specs in, labelled Datasets out, checked on read.
+
+Writes go to a temporary sibling and are renamed into place, so a store is
+either complete or absent. Reads check dims, shapes, dtypes and variables and
+name the store and the problem when something is off.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+import xarray as xr
+
+from ._evaluate import COMPONENTS
+from ._tasks import CenterOut, Trials
+
+
+class StoreError(ValueError):
+    """A Zarr store is missing, damaged or does not have the expected layout."""
+
+    def __init__(self, path: str | Path, problem: str):
+        super().__init__(
+            f"{path}: {problem}. Delete the store and rerun the workflow to rebuild it."
+        )
+
+
+TRIAL_FIELDS = ("init_pos", "init_vel", "goal_pos")
+
+
+def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | None = None) -> None:
+    """Write `dataset` as a Zarr v3 store at `path`, atomically (replacing any old one)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
+    try:
+        dataset.to_zarr(tmp, zarr_format=3, consolidated=False, encoding=encoding or {})
+        if path.exists():
+            shutil.rmtree(path)
+        tmp.rename(path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def open_dataset(path: str | Path) -> xr.Dataset:
+    """Open a store written by :func:`write_dataset`, fully loaded into memory."""
+    path = Path(path)
+    if not path.is_dir():
+        raise StoreError(path, "the store does not exist")
+    try:
+        with warnings.catch_warnings():
+            # Snakemake marks directory outputs with a file zarr does not know.
+            warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
+            with xr.open_zarr(path, consolidated=False) as dataset:
+                return dataset.load()
+    except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
+        raise StoreError(
+            path, f"cannot be read as a Zarr store ({type(error).__name__}: {error})"
+        ) from None
+
+
+def json_attrs(values: Mapping[str, Any]) -> dict[str, str]:
+    """Attributes as JSON strings (portable to any xarray backend)."""
+    return {name: json.dumps(value, sort_keys=True) for name, value in values.items()}
+
+
+def trials_dataset(trials: Trials, *, attrs: Mapping[str, Any] | None = None) -> xr.Dataset:
+    """Training specs `(replicate, batch, trial, component)` as a Dataset."""
+    dims = ("replicate", "batch", "trial", "component")
+    return xr.Dataset(
+        {name: (dims, np.asarray(getattr(trials, name))) for name in TRIAL_FIELDS},
+        coords={"component": COMPONENTS},
+        attrs=json_attrs(attrs or {}),
+    )
+
+
+def write_trials(
+    trials: Trials, path: str | Path, *, batches_per_chunk: int = 50, attrs=None
+) -> None:
+    """Write training specs chunked along `batch` (read back in large blocks)."""
+    dataset = trials_dataset(trials, attrs=attrs)
+    n_rep, n_batches, n_trials, _ = dataset.goal_pos.shape
+    chunks = (n_rep, min(batches_per_chunk, n_batches), n_trials, 2)
+    write_dataset(dataset, path, encoding={name: {"chunks": chunks} for name in TRIAL_FIELDS})
+
+
+def _check_variables(
+    dataset: xr.Dataset, path: str | Path, expected: Mapping[str, tuple[str, ...]]
+) -> None:
+    for name, dims in expected.items():
+        if name not in dataset:
+            raise StoreError(path, f"variable {name!r} is missing (expected {', '.join(expected)})")
+        variable = dataset[name]
+        if variable.dims != dims:
+            raise StoreError(path, f"variable {name!r} has dims {variable.dims}, expected {dims}")
+        if not np.issubdtype(variable.dtype, np.floating):
+            raise StoreError(
+                path, f"variable {name!r} has dtype {variable.dtype}, expected a float type"
+            )
+    if "component" in dataset.dims and dataset.sizes["component"] != 2:
+        raise StoreError(
+            path, f"dim 'component' has size {dataset.sizes['component']}, expected 2 (x, y)"
+        )
+
+
+def read_trials(path: str | Path) -> Trials:
+    """Training specs from a store written by :func:`write_trials`."""
+    dataset = open_dataset(path)
+    dims = ("replicate", "batch", "trial", "component")
+    _check_variables(dataset, path, {name: dims for name in TRIAL_FIELDS})
+    return Trials(*(np.asarray(dataset[name].values, np.float32) for name in TRIAL_FIELDS))
+
+
+def center_out_dataset(
+    center_out: CenterOut, *, attrs: Mapping[str, Any] | None = None
+) -> xr.Dataset:
+    """Evaluation specs `(trial, component)` with goal angle and distance coords."""
+    dims = ("trial", "component")
+    return xr.Dataset(
+        {name: (dims, np.asarray(getattr(center_out.trials, name))) for name in TRIAL_FIELDS},
+        coords={
+            "component": COMPONENTS,
+            "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
+            "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
+        },
+        attrs=json_attrs(attrs or {}),
+    )
+
+
+def read_center_out(path: str | Path) -> CenterOut:
+    """Evaluation specs from a store written from :func:`center_out_dataset`."""
+    dataset = open_dataset(path)
+    _check_variables(dataset, path, {name: ("trial", "component") for name in TRIAL_FIELDS})
+    for coord in ("goal_angle", "goal_distance"):
+        if coord not in dataset.coords:
+            raise StoreError(path, f"coordinate {coord!r} is missing")
+    return CenterOut(
+        trials=Trials(*(jnp.asarray(dataset[name].values, jnp.float32) for name in TRIAL_FIELDS)),
+        goal_angle=jnp.asarray(dataset.goal_angle.values, jnp.float32),
+        goal_distance=jnp.asarray(dataset.goal_distance.values, jnp.float32),
+    )
+
+
+STATE_VARIABLES = {
+    "pos": ("replicate", "trial", "time", "component"),
+    "vel": ("replicate", "trial", "time", "component"),
+    "force": ("replicate", "trial", "time", "component"),
+    "output": ("replicate", "trial", "time", "component"),
+    "hidden": ("replicate", "trial", "time", "unit"),
+    "goal": ("trial", "component"),
+}
+
+
+def read_states(path: str | Path) -> xr.Dataset:
+    """An evaluation states store, checked for every variable and its dims."""
+    dataset = open_dataset(path)
+    _check_variables(dataset, path, STATE_VARIABLES)
+    return dataset

@@ -1,0 +1,142 @@
+"""End-to-end: the real snakemake on a tiny config, and what an edit reruns."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from workflow_helpers import make_workdir, planned_jobs, snakemake, tiny_config, write_config
+
+import motorflow as mf
+
+pytestmark = pytest.mark.workflow
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A workdir where the tiny pipeline has run to completion."""
+    workdir = make_workdir(tmp_path_factory.mktemp("pipeline"), tiny_config())
+    snakemake(workdir)
+    return workdir
+
+
+def experiment_jobs(experiment: str) -> set[tuple[str, str]]:
+    return {
+        (rule, f"experiment={experiment}")
+        for rule in ("train", "evaluate", "experiment_figures")
+    }
+
+
+def test_full_run_writes_every_output_with_documented_dims(finished):
+    results = finished / "results"
+    for experiment in ("quiet", "noisy"):
+        states = xr.open_zarr(results / experiment / "states.zarr", consolidated=False)
+        assert dict(states.sizes) == {"replicate": 2, "trial": 4, "time": 15, "component": 2, "unit": 8}
+        assert states.pos.dims == ("replicate", "trial", "time", "component")
+        assert states.hidden.dims == ("replicate", "trial", "time", "unit")
+        np.testing.assert_allclose(states.time, np.arange(15) * 0.05, rtol=1e-6)
+        assert set(states.coords) >= {"goal_angle", "goal_distance", "component", "time"}
+        assert json.loads(states.attrs["experiment"]) == experiment
+
+        history = xr.open_zarr(results / experiment / "history.zarr", consolidated=False)
+        assert history.loss.dims == ("term", "batch", "replicate")
+        assert history.sizes["batch"] == 20 and np.isfinite(history.loss.values).all()
+        assert list(history.validation_step.values) == [0, 10, 20]
+
+        metrics = xr.open_zarr(results / experiment / "metrics.zarr", consolidated=False)
+        assert metrics.endpoint_error.dims == ("replicate", "trial")
+        table = pd.read_csv(results / experiment / "metrics.csv")
+        assert list(table.replicate) == [0, 1] and "endpoint_error" in table
+
+        ensemble, config = mf.load_ensemble(results / experiment / "model")
+        assert mf.n_replicates(ensemble) == 2 and config.network.hidden_size == 8
+        assert (results / experiment / "checkpoints").is_dir()
+        for figure in ("loss", "trajectories", "speed"):
+            assert (results / "figures" / experiment / f"{figure}.png").stat().st_size > 0
+    assert (results / "figures" / "comparison.png").stat().st_size > 0
+    # Both experiments share the task and data settings, hence one dataset.
+    assert len(list((results / "trials").iterdir())) == 1
+    noise = json.loads(
+        xr.open_zarr(results / "noisy" / "history.zarr", consolidated=False).attrs["experiment"]
+    )["model"]["feedback"]["noise_std"]
+    assert noise == 0.1
+
+
+def test_a_second_run_has_nothing_to_do(finished):
+    assert planned_jobs(finished) == set()
+
+
+def test_editing_one_learning_rate_reruns_exactly_that_experiment(finished):
+    config = tiny_config()
+    config["experiments"]["noisy"]["override"]["training"] = {"optimizer": {"learning_rate": 0.02}}
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    assert jobs == experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+
+
+def test_editing_a_figure_option_reruns_only_figures(finished):
+    config = tiny_config()
+    config["figures"]["dpi"] = 50
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    assert jobs == {
+        ("experiment_figures", "experiment=quiet"),
+        ("experiment_figures", "experiment=noisy"),
+        ("comparison_figure", ""),
+        ("all", ""),
+    }
+
+
+def test_editing_a_task_setting_reruns_its_trials_and_everything_downstream(finished):
+    config = tiny_config()
+    config["tasks"]["reach"]["workspace"] = [[-0.5, -0.5], [0.5, 0.5]]
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    rules = sorted(rule for rule, _ in jobs)
+    assert rules.count("trials") == 1
+    assert jobs - {job for job in jobs if job[0] == "trials"} == (
+        experiment_jobs("quiet") | experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+    )
+
+
+def test_editing_one_experiments_task_override_leaves_the_other_alone(finished):
+    config = tiny_config()
+    config["experiments"]["noisy"]["override"]["task"] = {"n_steps": 16}
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    assert {job for job in jobs if job[0] != "trials"} == (
+        experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+    )
+    assert sum(rule == "trials" for rule, _ in jobs) == 1
+
+
+def test_track_code_reruns_training_when_the_library_changes(finished):
+    config = tiny_config()
+    config["track_code"] = True
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    assert ("train", "experiment=quiet") in jobs and ("train", "experiment=noisy") in jobs
+    assert not any(rule == "trials" for rule, _ in jobs)
+
+
+def test_a_sweep_expands_into_named_experiments(finished):
+    config = tiny_config()
+    config["sweeps"] = {
+        "size": {"experiment": "quiet", "grid": {"model.network.hidden_size": [4, 8]}}
+    }
+    write_config(finished, config, "edited.yaml")
+    jobs = planned_jobs(finished, "--configfile", "edited.yaml")
+    trained = {wildcards for rule, wildcards in jobs if rule == "train"}
+    assert trained == {"experiment=size-hidden_size4", "experiment=size-hidden_size8"}
+
+
+def test_a_bad_config_stops_before_any_job_and_names_the_key(finished):
+    config = tiny_config()
+    config["experiments"]["noisy"]["model"] = "large"
+    write_config(finished, config, "edited.yaml")
+    result = snakemake(finished, "--configfile", "edited.yaml", check=False)
+    assert result.returncode != 0
+    assert "experiments.noisy.model" in result.stderr and "'large' is not defined" in result.stderr

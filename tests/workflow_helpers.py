@@ -1,0 +1,93 @@
+"""Run the real `snakemake` on tiny configs in temporary directories."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+TINY_CONFIG = {
+    "tasks": {"reach": {"n_steps": 15, "eval": {"n_directions": 4, "distances": [0.5]}}},
+    "models": {"small": {"network": {"hidden_size": 8}, "feedback": {"delay": 1}}},
+    "trainings": {
+        "quick": {
+            "n_replicates": 2,
+            "n_batches": 20,
+            "batch_size": 8,
+            "log_every": 10,
+            "checkpoint_every": 10,
+        }
+    },
+    "experiments": {
+        "quiet": {"task": "reach", "model": "small", "training": "quick"},
+        "noisy": {
+            "task": "reach",
+            "model": "small",
+            "training": "quick",
+            "override": {"model": {"feedback": {"noise_std": 0.1}}},
+        },
+    },
+    "figures": {"dpi": 40},
+}
+
+
+def tiny_config() -> dict:
+    return copy.deepcopy(TINY_CONFIG)
+
+
+def make_workdir(path: Path, config: dict) -> Path:
+    """A copy of the workflow with `config` as its config/config.yaml."""
+    path.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "Snakefile", path / "Snakefile")
+    shutil.copytree(REPO / "workflow", path / "workflow", dirs_exist_ok=True)
+    write_config(path, config)
+    return path
+
+
+def write_config(workdir: Path, config: dict, name: str = "config/config.yaml") -> Path:
+    target = workdir / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake in `workdir`; the library is the one under test."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"snakemake {' '.join(args)} failed ({result.returncode}):\n"
+            f"{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+        )
+    return result
+
+
+_JOB = re.compile(r"^(?:local)?rule (\w+):$")
+_WILDCARDS = re.compile(r"^\s+wildcards: (.*)$")
+
+
+def planned_jobs(workdir: Path, *args: str) -> set[tuple[str, str]]:
+    """The (rule, wildcards) of every job a dry run would execute."""
+    result = snakemake(workdir, "--dry-run", *args)
+    jobs: list[list[str]] = []
+    for line in (result.stdout + result.stderr).splitlines():
+        if match := _JOB.match(line):
+            jobs.append([match.group(1), ""])
+        elif (match := _WILDCARDS.match(line)) and jobs:
+            jobs[-1][1] = match.group(1)
+    return {(rule, wildcards) for rule, wildcards in jobs}

@@ -1,0 +1,98 @@
+# Config validation, experiment expansion and the input/params functions of the rules.
+import hashlib
+import re
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+import motorflow as mf
+from motorflow import canonical_json, resolve_experiments
+
+validate(config, "../schemas/config.schema.yaml")
+
+try:
+    EXPERIMENTS = resolve_experiments(config)
+except mf.ConfigError as error:
+    raise WorkflowError(f"Invalid config: {error}") from None
+
+DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
+RESULTS = "results"
+FIGURES = config["figures"]
+EXT = FIGURES["format"]
+
+
+wildcard_constraints:
+    experiment="|".join(map(re.escape, EXPERIMENTS)),
+    dataset="|".join(map(re.escape, DATASETS)),
+
+
+def _code_fingerprint():
+    """Digest of the library's source, so library edits can rerun training (opt-in)."""
+    digest = hashlib.sha256()
+    package = Path(mf.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+CODE = _code_fingerprint() if config["track_code"] else None
+
+
+def dataset_of(wildcards):
+    return EXPERIMENTS[wildcards.experiment].dataset
+
+
+def trials_store(kind):
+    return lambda wildcards: f"{RESULTS}/trials/{dataset_of(wildcards)}/{kind}.zarr"
+
+
+def dataset_params(wildcards):
+    return canonical_json(DATASETS[wildcards.dataset])
+
+
+def train_params(wildcards):
+    # checkpoint_every and keep_checkpoints shape the resume state, not the results.
+    experiment = EXPERIMENTS[wildcards.experiment].to_dict()
+    for key in ("checkpoint_every", "keep_checkpoints"):
+        experiment["train"].pop(key)
+    return canonical_json({"experiment": experiment, "code": CODE})
+
+
+def experiment_json(wildcards):
+    return canonical_json(EXPERIMENTS[wildcards.experiment].to_dict())
+
+
+def evaluate_params(wildcards):
+    experiment = EXPERIMENTS[wildcards.experiment]
+    return canonical_json(
+        {
+            "task": experiment.task.to_dict(),
+            "seed": experiment.seed,
+            "goal_radius": config["evaluation"]["goal_radius"],
+            "code": CODE,
+        }
+    )
+
+
+def figure_params(wildcards):
+    return canonical_json(FIGURES)
+
+
+def resource(stage, key, default):
+    return config["resources"].get(stage, {}).get(key, default)
+
+
+def experiment_figures(experiment):
+    return [
+        f"{RESULTS}/figures/{experiment}/{name}.{EXT}"
+        for name in ("loss", "trajectories", "speed")
+    ]
+
+
+def all_figures():
+    figures = [f"{RESULTS}/figures/comparison.{EXT}"]
+    for experiment in EXPERIMENTS:
+        figures += experiment_figures(experiment)
+    return figures

@@ -1,0 +1,25 @@
+rule evaluate:
+    """Run the trained ensemble on the center-out set: states and reach metrics."""
+    input:
+        model=rules.train.output.model,
+        eval=trials_store("eval"),
+    output:
+        states=directory(f"{RESULTS}/{{experiment}}/states.zarr"),
+        metrics=directory(f"{RESULTS}/{{experiment}}/metrics.zarr"),
+        table=f"{RESULTS}/{{experiment}}/metrics.csv",
+    log:
+        f"{RESULTS}/logs/evaluate/{{experiment}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{{experiment}}.tsv"
+    threads: resource("evaluate", "threads", 1)
+    resources:
+        mem_mb=resource("evaluate", "mem_mb", 2000),
+        runtime=resource("evaluate", "runtime", 30),
+        gpu=resource("evaluate", "gpus", 0),
+    params:
+        spec=evaluate_params,
+        experiment=experiment_json,
+        goal_radius=config["evaluation"]["goal_radius"],
+        jax_cache=config["jax_cache_dir"],
+    script:
+        "../scripts/evaluate.py"

@@ -1,0 +1,56 @@
+rule experiment_figures:
+    """Loss history, center-out trajectories and speed profiles of one experiment."""
+    input:
+        history=rules.train.output.history,
+        states=rules.evaluate.output.states,
+    output:
+        loss=report(
+            f"{RESULTS}/figures/{{experiment}}/loss.{EXT}",
+            caption="../report/loss.rst",
+            category="Training",
+            subcategory="{experiment}",
+        ),
+        trajectories=report(
+            f"{RESULTS}/figures/{{experiment}}/trajectories.{EXT}",
+            caption="../report/trajectories.rst",
+            category="Reaches",
+            subcategory="{experiment}",
+        ),
+        speed=report(
+            f"{RESULTS}/figures/{{experiment}}/speed.{EXT}",
+            caption="../report/speed.rst",
+            category="Reaches",
+            subcategory="{experiment}",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/{{experiment}}.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        figures=figure_params,
+    script:
+        "../scripts/experiment_figures.py"
+
+
+rule comparison_figure:
+    """Final validation loss and endpoint error of every experiment, per replicate."""
+    input:
+        histories=expand(rules.train.output.history, experiment=EXPERIMENTS),
+        metrics=expand(rules.evaluate.output.metrics, experiment=EXPERIMENTS),
+    output:
+        report(
+            f"{RESULTS}/figures/comparison.{EXT}",
+            caption="../report/comparison.rst",
+            category="Comparison",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/comparison.log",
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        figures=figure_params,
+        experiments=list(EXPERIMENTS),
+    script:
+        "../scripts/comparison_figure.py"

@@ -1,0 +1,15 @@
+rule trials:
+    """Training trial specs (replicate, batch, trial) and center-out evaluation specs."""
+    output:
+        train=directory(f"{RESULTS}/trials/{{dataset}}/train.zarr"),
+        eval=directory(f"{RESULTS}/trials/{{dataset}}/eval.zarr"),
+    log:
+        f"{RESULTS}/logs/trials/{{dataset}}.log",
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        spec=dataset_params,
+        jax_cache=config["jax_cache_dir"],
+    script:
+        "../scripts/trials.py"
