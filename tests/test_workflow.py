@@ -25,8 +25,7 @@ def finished(tmp_path_factory):
 
 def experiment_jobs(experiment: str) -> set[tuple[str, str]]:
     return {
-        (rule, f"experiment={experiment}")
-        for rule in ("train", "evaluate", "experiment_figures")
+        (rule, f"experiment={experiment}") for rule in ("train", "evaluate", "experiment_figures")
     }
 
 
@@ -34,7 +33,13 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
     results = finished / "results"
     for experiment in ("quiet", "noisy"):
         states = xr.open_zarr(results / experiment / "states.zarr", consolidated=False)
-        assert dict(states.sizes) == {"replicate": 2, "trial": 4, "time": 15, "component": 2, "unit": 8}
+        assert dict(states.sizes) == {
+            "replicate": 2,
+            "trial": 4,
+            "time": 15,
+            "component": 2,
+            "unit": 8,
+        }
         assert states.pos.dims == ("replicate", "trial", "time", "component")
         assert states.hidden.dims == ("replicate", "trial", "time", "unit")
         np.testing.assert_allclose(states.time, np.arange(15) * 0.05, rtol=1e-6)
@@ -98,7 +103,9 @@ def test_editing_a_task_setting_reruns_its_trials_and_everything_downstream(fini
     rules = sorted(rule for rule, _ in jobs)
     assert rules.count("trials") == 1
     assert jobs - {job for job in jobs if job[0] == "trials"} == (
-        experiment_jobs("quiet") | experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+        experiment_jobs("quiet")
+        | experiment_jobs("noisy")
+        | {("comparison_figure", ""), ("all", "")}
     )
 
 
