@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from workflow_helpers import make_workdir, planned_jobs, snakemake, tiny_config, write_config
+from workflow_helpers import REPO, make_workdir, planned_jobs, snakemake, tiny_config, write_config
 
 import motorflow as mf
 
@@ -147,3 +149,23 @@ def test_a_bad_config_stops_before_any_job_and_names_the_key(finished):
     result = snakemake(finished, "--configfile", "edited.yaml", check=False)
     assert result.returncode != 0
     assert "experiments.noisy.model" in result.stderr and "'large' is not defined" in result.stderr
+
+
+def test_lint_reports_only_the_per_rule_environment_advice(tmp_path):
+    workdir = make_workdir(tmp_path, tiny_config())
+    result = snakemake(workdir, "--lint", check=False)
+    output = result.stdout + result.stderr
+    lints = [line.strip() for line in output.splitlines() if line.startswith("    * ")]
+    assert lints, output  # the advice is expected for every rule
+    assert set(lints) == {"* Specify a conda environment or container for each rule.:"}
+
+
+def test_snakefmt_check_passes():
+    result = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
