@@ -59,9 +59,11 @@ def write_config(workdir: Path, config: dict, name: str = "config/config.yaml") 
     return target
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run snakemake in `workdir`; the library is the one under test."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
     result = subprocess.run(  # noqa: PLW1510 - the caller decides what a failure means
         [sys.executable, "-m", "snakemake", "--cores", "2", *args],
         cwd=workdir,
@@ -91,3 +93,39 @@ def planned_jobs(workdir: Path, *args: str) -> set[tuple[str, str]]:
         elif (match := _WILDCARDS.match(line)) and jobs:
             jobs[-1][1] = match.group(1)
     return {(rule, wildcards) for rule, wildcards in jobs}
+
+
+def assert_same_results(workdir_a: Path, workdir_b: Path, experiments: list[str]) -> None:
+    """Every Zarr store and model of the experiments holds identical arrays in both."""
+    import equinox as eqx
+    import numpy as np
+    import xarray as xr
+
+    import motorflow as mf
+
+    stores = [
+        Path("trials", d.name, s)
+        for d in (workdir_a / "results/trials").iterdir()
+        for s in ("train.zarr", "eval.zarr")
+    ]
+    for experiment in experiments:
+        stores += [Path(experiment, s) for s in ("history.zarr", "states.zarr", "metrics.zarr")]
+    for store in stores:
+        a = mf.open_dataset(workdir_a / "results" / store)
+        b = mf.open_dataset(workdir_b / "results" / store)
+        xr.testing.assert_identical(a, b)
+    for experiment in experiments:
+        model_a, config_a = mf.load_ensemble(workdir_a / "results" / experiment / "model")
+        model_b, config_b = mf.load_ensemble(workdir_b / "results" / experiment / "model")
+        assert config_a == config_b
+        for x, y in zip(
+            jax_leaves(eqx.filter(model_a, eqx.is_array)),
+            jax_leaves(eqx.filter(model_b, eqx.is_array)),
+        ):
+            np.testing.assert_array_equal(x, y)
+
+
+def jax_leaves(tree):
+    import jax
+
+    return jax.tree.leaves(tree)

@@ -37,6 +37,7 @@ class Checkpoints:
     def __init__(self, directory: str | Path, *, fingerprint: dict[str, Any], keep: int = 2):
         self.directory = Path(directory).absolute()
         self._claim(fingerprint)
+        self._drop_unreadable_metrics()
         ocp = self._ocp = orbax_checkpoint()
         policies = ocp.checkpoint_managers
         self._manager = ocp.CheckpointManager(
@@ -55,6 +56,24 @@ class Checkpoints:
                 best_mode="min",
             ),
         )
+
+    def _drop_unreadable_metrics(self) -> None:
+        # The manager reads every step's metrics when it opens and fails on a damaged one.
+        for metrics in self.directory.glob("*/metrics/metrics"):
+            step_dir = metrics.parent.parent
+            if not step_dir.name.isdigit():
+                continue
+            try:
+                json.loads(metrics.read_text())
+            except (OSError, ValueError) as error:
+                logger.warning(
+                    "The checkpoint at batch %s in %s is damaged and is removed "
+                    "(unreadable metrics: %s).",
+                    step_dir.name,
+                    self.directory,
+                    error,
+                )
+                shutil.rmtree(step_dir, ignore_errors=True)
 
     def _claim(self, fingerprint: dict[str, Any]) -> None:
         record = self.directory / _FINGERPRINT
@@ -105,6 +124,39 @@ class Checkpoints:
             force=True,
         )
 
+    def restore_newest(self, *, state_like: Any, history_like: Any) -> tuple[int, Any, Any] | None:
+        """The newest usable checkpoint as ``(step, state, history)``, or None.
+
+        A damaged checkpoint (truncated or missing files) is removed with a warning
+        naming its step, and the next older one is tried.
+        """
+        steps = sorted(self.all_steps(), reverse=True)
+        for step in steps:
+            try:
+                state, history = self.restore(
+                    step, state_like=state_like, history_like=history_like
+                )
+                _check_like((state, history), (state_like, history_like))
+            except Exception as error:  # noqa: BLE001 - orbax/tensorstore raise many kinds
+                logger.warning(
+                    "The checkpoint at batch %d in %s is damaged and is removed (%s: %s).",
+                    step,
+                    self.directory,
+                    type(error).__name__,
+                    str(error).splitlines()[0][:300] if str(error) else "",
+                )
+                shutil.rmtree(self.directory / str(step), ignore_errors=True)
+                self._manager.reload()
+                continue
+            if step != steps[0]:
+                logger.warning("Resuming from the older checkpoint at batch %d.", step)
+            return step, state, history
+        if steps:
+            logger.warning(
+                "No usable checkpoint is left in %s; training starts afresh.", self.directory
+            )
+        return None
+
     def restore(self, step: int, *, state_like: Any, history_like: Any) -> tuple[Any, Any]:
         """Read `step` into the structures of `state_like` and `history_like`."""
         abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, (state_like, history_like))
@@ -116,3 +168,20 @@ class Checkpoints:
             ),
         )
         return restored["state"], restored["history"]
+
+
+def _check_like(restored: Any, like: Any) -> None:
+    """Raise ValueError unless `restored` has the structure, shapes and dtypes of `like`."""
+    leaves, structure = jax.tree.flatten(restored)
+    like_leaves, like_structure = jax.tree.flatten(like)
+    if structure != like_structure:
+        raise ValueError("the restored tree does not have the structure of the train state")
+    for leaf, like_leaf in zip(leaves, like_leaves):
+        if (getattr(leaf, "shape", None), getattr(leaf, "dtype", None)) != (
+            getattr(like_leaf, "shape", None),
+            getattr(like_leaf, "dtype", None),
+        ):
+            raise ValueError(
+                f"a restored array has shape {getattr(leaf, 'shape', None)} and dtype "
+                f"{getattr(leaf, 'dtype', None)}, expected {like_leaf.shape} {like_leaf.dtype}"
+            )

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
 from pathlib import Path
 
 import equinox as eqx
 import jax
 
+from ._atomic import atomic_directory
 from ._config import ModelConfig
 from ._ensemble import make_ensemble, n_replicates
+from ._faults import kill_point
 from ._orbax import orbax_checkpoint
 
 FORMAT = "motorflow.ensemble/1"
@@ -26,28 +26,18 @@ def save_ensemble(
 
     The directory appears complete or not at all; an existing one is replaced.
     """
-    path = Path(path).absolute()
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
     record = {
         "format": FORMAT,
         "model": config.to_dict(),
         "n_replicates": n_replicates(ensemble),
         "n_task_inputs": n_task_inputs,
     }
-    try:
+    with atomic_directory(path) as tmp:
         tmp.mkdir(parents=True)
         with orbax_checkpoint().StandardCheckpointer() as checkpointer:
             checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
         (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
-        if path.exists():
-            old = path.with_name(f".{path.name}.old-{uuid.uuid4().hex[:8]}")
-            path.rename(old)
-            tmp.rename(path)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        kill_point("save_model")
 
 
 def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:

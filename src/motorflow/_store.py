@@ -8,8 +8,6 @@ name the store and the problem when something is off.
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
+from ._atomic import atomic_directory
 from ._evaluate import COMPONENTS
+from ._faults import kill_point
 from ._tasks import CenterOut, Trials
 
 
@@ -37,15 +37,9 @@ TRIAL_FIELDS = ("init_pos", "init_vel", "goal_pos")
 
 def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | None = None) -> None:
     """Write `dataset` as a Zarr v3 store at `path`, atomically (replacing any old one)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{uuid.uuid4().hex[:8]}")
-    try:
+    with atomic_directory(path) as tmp:
         dataset.to_zarr(tmp, zarr_format=3, consolidated=False, encoding=encoding or {})
-        if path.exists():
-            shutil.rmtree(path)
-        tmp.rename(path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        kill_point(f"write:{Path(path).name}")
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:

@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 from ._checkpoint import Checkpoints
 from ._config import TrainConfig
 from ._ensemble import n_replicates
+from ._faults import kill_point
 from ._history import History, empty_history, validation_steps
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
@@ -257,8 +258,13 @@ def train(
     )
     try:
         done = 0
-        if checkpoints is not None and (latest := checkpoints.latest_step()) is not None:
-            state, history = checkpoints.restore(latest, state_like=state, history_like=history)
+        restored = (
+            checkpoints.restore_newest(state_like=state, history_like=history)
+            if checkpoints is not None
+            else None
+        )
+        if restored is not None:
+            _, state, history = restored
             done = int(state.step)
             logger.info("Resuming from the checkpoint at batch %d in %s", done, checkpoint_dir)
         if done == 0:
@@ -271,6 +277,7 @@ def train(
         with bar:
             for start in range(done, config.n_batches, config.log_every):
                 stop = min(start + config.log_every, config.n_batches)
+                kill_point("chunk")
                 new_state, losses, lr = trainer.run_chunk(
                     state, _batches(host_trials, start, stop), jnp.arange(start, stop)
                 )
@@ -300,6 +307,7 @@ def train(
                         history=jax.tree.map(np.copy, history),
                         loss=float(np.mean(val_losses["total"])),
                     )
+                    kill_point("checkpoint")
                 if on_log is not None:
                     on_log(stop, history)
     finally:
