@@ -142,13 +142,38 @@ def test_a_sweep_expands_into_named_experiments(finished):
     assert trained == {"experiment=size-hidden_size4", "experiment=size-hidden_size8"}
 
 
-def test_a_bad_config_stops_before_any_job_and_names_the_key(finished):
+def snapshot(directory):
+    return {(str(p.relative_to(directory)), p.stat().st_mtime_ns) for p in directory.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (
+            lambda c: c["experiments"]["noisy"].update(model="large"),
+            ["experiments.noisy.model", "'large' is not defined"],
+        ),
+        (
+            lambda c: c["models"]["small"]["network"].update(hidden_size=0),
+            ["models.small.network.hidden_size", "0 is less than the minimum of 1"],
+        ),
+        (
+            lambda c: c["experiments"].update({"../out": c["experiments"]["quiet"]}),
+            ["experiments.'../out'", "not a valid name"],
+        ),
+    ],
+)
+def test_a_bad_config_stops_before_any_job_and_names_the_key(finished, edit, words):
     config = tiny_config()
-    config["experiments"]["noisy"]["model"] = "large"
+    edit(config)
     write_config(finished, config, "edited.yaml")
+    before = snapshot(finished / "results")
     result = snakemake(finished, "--configfile", "edited.yaml", check=False)
     assert result.returncode != 0
-    assert "experiments.noisy.model" in result.stderr and "'large' is not defined" in result.stderr
+    for word in words:
+        assert word in result.stderr
+    assert "Nothing was run" in result.stderr
+    assert snapshot(finished / "results") == before
 
 
 def test_lint_reports_only_the_per_rule_environment_advice(tmp_path):

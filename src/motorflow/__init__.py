@@ -64,6 +64,7 @@ from ._store import (
 from ._tasks import CenterOut, ReachTask, Trials
 from ._train import NonFiniteLossError, Trainer, TrainResult, TrainState, train
 from ._trainable import trainable_filter
+from ._validation import check_config, check_schema
 
 __all__ = [
     "AbstractCell",
@@ -101,7 +102,9 @@ __all__ = [
     "build_model",
     "canonical_json",
     "center_out_dataset",
+    "check_config",
     "check_model_fits_task",
+    "check_schema",
     "check_name",
     "comparison_figure",
     "comparison_summary",

@@ -97,7 +97,7 @@ class _Block:
         if unknown:
             raise ConfigError(
                 _join(path, str(unknown[0])),
-                f"unknown key; allowed keys here: {', '.join(names)}",
+                f"unknown key {unknown[0]!r}; allowed keys here: {', '.join(names)}",
             )
         kwargs: dict[str, Any] = {}
         for key, value in data.items():

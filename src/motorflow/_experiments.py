@@ -20,6 +20,9 @@ from typing import Any
 import jax
 
 from ._config import ConfigError, ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
+from ._ensemble import build_model
+from ._tasks import ReachTask
+from ._trainable import trainable_filter
 
 NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 BLOCKS = {
@@ -168,6 +171,11 @@ def _resolve_one(config: Mapping[str, Any], name: str, spec: Any, path: str) -> 
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
         raise ConfigError(f"{path}.seed", f"must be an integer in [0, 2**31), got {seed!r}")
     check_model_fits_task(blocks["model"], blocks["task"], path)
+    # Trainable paths name parts of the model: check them on a model built from the config.
+    model = build_model(
+        blocks["model"], n_task_inputs=ReachTask(blocks["task"]).n_inputs, key=jax.random.key(0)
+    )
+    trainable_filter(model, blocks["training"].trainable, f"{path}.training.trainable")
     return Experiment(
         name=name,
         task_name=spec["task"],

@@ -3,18 +3,24 @@ import hashlib
 import re
 from pathlib import Path
 
+import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 import motorflow as mf
-from motorflow import canonical_json, resolve_experiments
+from motorflow import canonical_json
 
-validate(config, "../schemas/config.schema.yaml")
+SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 
+# Our own check first, for one message naming the key path; then Snakemake's
+# validate, which fills in the defaults of the top-level sections.
 try:
-    EXPERIMENTS = resolve_experiments(config)
+    EXPERIMENTS = mf.check_config(config, yaml.safe_load(SCHEMA.read_text()))
 except mf.ConfigError as error:
-    raise WorkflowError(f"Invalid config: {error}") from None
+    raise WorkflowError(
+        f"Invalid config: {error}\nNothing was run; fix the config and run again."
+    ) from None
+validate(config, "../schemas/config.schema.yaml")
 
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 RESULTS = "results"

@@ -1,0 +1,267 @@
+"""Every malformed config gets one message naming the key path, the bad value and what is allowed."""
+
+import pytest
+import yaml
+from workflow_helpers import REPO, tiny_config
+
+import motorflow as mf
+
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def at(path, value):
+    """An edit setting the dotted `path` of the config to `value`."""
+
+    def edit(config):
+        *parents, last = path.split(".")
+        node = config
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+
+    return edit
+
+
+def drop(path):
+    def edit(config):
+        *parents, last = path.split(".")
+        node = config
+        for key in parents:
+            node = node[key]
+        del node[last]
+
+    return edit
+
+
+def rename_experiment(new_name):
+    def edit(config):
+        config["experiments"][new_name] = config["experiments"].pop("quiet")
+
+    return edit
+
+
+def sweep(grid, experiment="quiet", name="s"):
+    return at("sweeps", {name: {"experiment": experiment, "grid": grid}})
+
+
+CASES = {
+    # wrong types
+    "n_steps as text": (
+        at("tasks.reach.n_steps", "100"),
+        "tasks.reach.n_steps",
+        ["'100'", "integer"],
+    ),
+    "fractional replicates": (
+        at("trainings.quick.n_replicates", 2.5),
+        "trainings.quick.n_replicates",
+        ["2.5", "integer"],
+    ),
+    "seed as text": (
+        at("experiments.quiet.seed", "zero"),
+        "experiments.quiet.seed",
+        ["'zero'", "integer"],
+    ),
+    "boolean as text": (
+        at("trainings.quick.shared_trials", "yes"),
+        "trainings.quick.shared_trials",
+        ["'yes'", "boolean"],
+    ),
+    "track_code as text": (at("track_code", "true"), "track_code", ["'true'", "boolean"]),
+    "workspace corner": (
+        at("tasks.reach.workspace", [[0, 0]]),
+        "tasks.reach.workspace",
+        ["[[0, 0]]", "too short"],
+    ),
+    "block as list": (at("models.small", [1, 2]), "models.small", ["[1, 2]", "object"]),
+    # unknown keys
+    "unknown top-level key": (
+        at("experiment", {}),
+        "(top level)",
+        ["'experiment' was unexpected", "experiments"],
+    ),
+    "misspelt network key": (
+        at("models.small.network.hiden_size", 4),
+        "models.small.network",
+        ["'hiden_size'", "hidden_size"],
+    ),
+    "unknown experiment key": (
+        at("experiments.quiet.modle", "small"),
+        "experiments.quiet",
+        ["'modle'", "model"],
+    ),
+    "unknown override block": (
+        at("experiments.noisy.override.body", {}),
+        "experiments.noisy.override",
+        ["'body'", "training"],
+    ),
+    # zero / negative sizes
+    "zero steps": (at("tasks.reach.n_steps", 0), "tasks.reach.n_steps", ["0", "minimum of 1"]),
+    "negative hidden size": (
+        at("models.small.network.hidden_size", -4),
+        "models.small.network.hidden_size",
+        ["-4", "minimum of 1"],
+    ),
+    "zero batch size": (
+        at("trainings.quick.batch_size", 0),
+        "trainings.quick.batch_size",
+        ["0", "minimum of 1"],
+    ),
+    "zero dt": (at("models.small.dt", 0), "models.small.dt", ["0", "minimum of 0"]),
+    "negative delay": (
+        at("models.small.feedback.delay", -1),
+        "models.small.feedback.delay",
+        ["-1", "minimum of 0"],
+    ),
+    "negative noise": (
+        at("models.small.feedback.noise_std", -0.1),
+        "models.small.feedback.noise_std",
+        ["-0.1", "minimum of 0"],
+    ),
+    "negative learning rate": (
+        at("trainings.quick.optimizer", {"learning_rate": -0.1}),
+        "trainings.quick.optimizer.learning_rate",
+        ["-0.1", "minimum of 0"],
+    ),
+    "zero clipping": (
+        at("trainings.quick.optimizer", {"clip_global_norm": 0}),
+        "trainings.quick.optimizer.clip_global_norm",
+        ["0", "minimum of 0"],
+    ),
+    "no eval distances": (
+        at("tasks.reach.eval.distances", []),
+        "tasks.reach.eval.distances",
+        ["[]", "non-empty"],
+    ),
+    # unknown choices
+    "unknown optimizer": (
+        at("trainings.quick.optimizer", {"name": "rmsprop"}),
+        "trainings.quick.optimizer.name",
+        ["'rmsprop'", "'adam'"],
+    ),
+    "unknown cell": (
+        at("models.small.network.cell", "lstm"),
+        "models.small.network.cell",
+        ["'lstm'", "'gru'"],
+    ),
+    "unknown loss term": (
+        at("trainings.quick.loss", {"jerk": {}}),
+        "trainings.quick.loss",
+        ["'jerk'", "final_velocity"],
+    ),
+    "unknown schedule": (
+        at("trainings.quick.optimizer", {"schedule": {"kind": "step"}}),
+        "trainings.quick.optimizer.schedule.kind",
+        ["'step'", "'warmup_cosine'"],
+    ),
+    "unknown figure format": (at("figures.format", "jpg"), "figures.format", ["'jpg'", "'png'"]),
+    "unknown task kind": (
+        at("tasks.reach.kind", "track"),
+        "tasks.reach.kind",
+        ["'track'", "'reach'"],
+    ),
+    # references
+    "undefined model": (
+        at("experiments.quiet.model", "large"),
+        "experiments.quiet.model",
+        ["'large'", "small"],
+    ),
+    "undefined task": (
+        at("experiments.quiet.task", "grasp"),
+        "experiments.quiet.task",
+        ["'grasp'", "reach"],
+    ),
+    "missing training": (
+        drop("experiments.quiet.training"),
+        "experiments.quiet",
+        ["'training'", "required"],
+    ),
+    "sweep of an undefined experiment": (
+        sweep({"seed": [1]}, experiment="ghost"),
+        "sweeps.s.experiment",
+        ["'ghost'", "quiet"],
+    ),
+    "unknown trainable part": (
+        at("trainings.quick.trainable", ["network.readuot"]),
+        "experiments.quiet.training.trainable",
+        ["'network.readuot'", "readout"],
+    ),
+    # cross-block sizes
+    "delay as long as the trial": (
+        at("models.small.feedback.delay", 15),
+        "experiments.quiet.model.feedback.delay",
+        ["15", "n_steps (15)"],
+    ),
+    "leak faster than a step": (
+        at("models.small.network", {"cell": "leaky", "tau": 0.01}),
+        "models.small.network.tau",
+        ["0.01", "tau >= dt"],
+    ),
+    "checkpoint between log steps": (
+        at("trainings.quick.checkpoint_every", 15),
+        "trainings.quick.checkpoint_every",
+        ["15", "multiple of log_every"],
+    ),
+    "inverted workspace": (
+        at("tasks.reach.workspace", [[1, 1], [-1, -1]]),
+        "tasks.reach.workspace",
+        ["[[1, 1], [-1, -1]]", "x_min < x_max"],
+    ),
+    # names
+    "name with a space": (
+        rename_experiment("my exp"),
+        "experiments.'my exp'",
+        ["'my exp'", "letters, digits"],
+    ),
+    "path traversal": (
+        rename_experiment("../../etc"),
+        "experiments.'../../etc'",
+        ["'../../etc'", "letters, digits"],
+    ),
+    "sweep setting not a path": (
+        sweep({"model/feedback": [1]}),
+        "sweeps.s.grid.'model/feedback'",
+        ["'model/feedback'", "task., model. or training."],
+    ),
+    # sweeps
+    "colliding sweep points": (
+        sweep({"model.network.hidden_size": [8, 8]}),
+        "sweeps.s.grid",
+        ["'s-hidden_size8'", "distinct"],
+    ),
+    "sweep onto an existing name": (
+        lambda c: (
+            sweep({"seed": [1]}, name="quiet")(c),
+            at("experiments.quiet-seed1", c["experiments"]["quiet"])(c),
+        ),
+        "sweeps.quiet",
+        ["'quiet-seed1'", "rename"],
+    ),
+    "empty sweep values": (sweep({"seed": []}), "sweeps.s.grid.seed", ["[]", "non-empty"]),
+    "sweep of an unknown setting": (
+        sweep({"model.network.size": [4]}),
+        "sweeps.s (as s-size4).override.model.network.size",
+        ["'size'", "hidden_size"],
+    ),
+    # nothing to do
+    "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),
+    "no tasks at all": (drop("tasks"), "(top level)", ["'tasks'", "required"]),
+}
+
+
+@pytest.mark.parametrize(("edit", "path", "fragments"), CASES.values(), ids=CASES.keys())
+def test_a_malformed_config_names_key_value_and_what_is_allowed(edit, path, fragments):
+    config = tiny_config()
+    edit(config)
+    with pytest.raises(mf.ConfigError) as error:
+        mf.check_config(config, SCHEMA)
+    assert error.value.path == path, str(error.value)
+    for fragment in fragments:
+        assert fragment in str(error.value), str(error.value)
+
+
+def test_there_are_at_least_thirty_distinct_cases():
+    assert len(CASES) >= 30
+
+
+def test_a_valid_config_passes_and_resolves():
+    assert set(mf.check_config(tiny_config(), SCHEMA)) == {"quiet", "noisy"}
