@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from workflow_helpers import assert_same_results, make_workdir, snakemake, tiny_config
 
@@ -55,3 +57,45 @@ def test_a_killed_train_job_resumes_to_identical_results(reference, tmp_path, ki
     snakemake(workdir)  # the documented command, unchanged
     assert_same_results(reference, workdir, ["quiet"])
     assert not list(experiment.glob(".*.tmp-*"))
+
+
+def test_divergence_stops_the_job_naming_batch_replicates_and_term(tmp_path):
+    config = one_experiment_config()
+    # The learning rate grows 10^4-fold every 5 batches: the loss overflows after batch 10.
+    config["trainings"]["quick"]["optimizer"] = {
+        "name": "sgd",
+        "learning_rate": 0.01,
+        "schedule": {"kind": "exponential", "decay_rate": 1.0e4, "decay_steps": 5},
+    }
+    workdir = make_workdir(tmp_path, config)
+    result = snakemake(workdir, check=False)
+    assert result.returncode != 0
+    log = (workdir / "results/logs/train/quiet.log").read_text()
+    match = re.search(
+        r"Non-finite training loss at batch (\d+) in replicate\(s\) ([\d, ]+), loss term\(s\) (\w+)",
+        log,
+    )
+    assert match, log[-2000:]
+    assert int(match.group(1)) >= 10
+    assert "The last good checkpoint (batch 10) is kept" in log
+    assert "optimizer.learning_rate" in log
+    assert (workdir / "results/quiet/checkpoints/10").is_dir()
+    assert not (workdir / "results/quiet/model").exists()
+
+
+def test_outputs_stay_inside_results_and_nothing_is_pickled(reference):
+    assert {p.name for p in reference.iterdir()} <= {
+        "Snakefile",
+        "workflow",
+        "config",
+        "results",
+        ".snakemake",
+        ".jax_cache",
+    }
+    pickle_headers = (b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+    written = [p for p in (reference / "results").rglob("*") if p.is_file()]
+    assert written
+    for path in written:
+        assert path.suffix not in {".pkl", ".pickle", ".npy", ".npz"}, path
+        with open(path, "rb") as stream:
+            assert not stream.read(2).startswith(pickle_headers), path

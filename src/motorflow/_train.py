@@ -66,9 +66,10 @@ class NonFiniteLossError(RuntimeError):
         super().__init__(
             f"Non-finite training loss at batch {batch} in replicate(s) "
             f"{', '.join(map(str, replicates))}, loss term(s) {', '.join(terms)}; "
-            f"training stopped. {resume_hint} To go on, lower the learning rate, add "
-            "gradient clipping (optimizer.clip_global_norm) or reduce noise, then run "
-            "again; with changed settings training restarts from scratch."
+            f"training stopped. {resume_hint} Running again unchanged would diverge "
+            "again: lower optimizer.learning_rate, set optimizer.clip_global_norm or "
+            "reduce the noise, then run again (with changed settings training starts "
+            "afresh; checkpoints of other settings are never resumed)."
         )
 
 
