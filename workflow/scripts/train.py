@@ -1,8 +1,16 @@
 """Snakemake adapter: train (or resume) one experiment's ensemble."""
 
 import json
+import os
 
-import motorflow as mf
+# One XLA CPU device per thread Snakemake gives this job, set before JAX starts:
+# the trainer spreads the replicates over them (GPUs, when present, are used as they are).
+os.environ["XLA_FLAGS"] = (
+    f"{os.environ.get('XLA_FLAGS', '')} "
+    f"--xla_force_host_platform_device_count={snakemake.threads}"  # noqa: F821
+).strip()
+
+import motorflow as mf  # noqa: E402
 
 with mf.stage_logging(snakemake.log[0]):  # noqa: F821
     mf.enable_compilation_cache(snakemake.params.jax_cache)  # noqa: F821
