@@ -10,7 +10,7 @@ os.environ["XLA_FLAGS"] = (
     f"--xla_force_host_platform_device_count={snakemake.threads}"  # noqa: F821
 ).strip()
 
-import motorflow as mf  # noqa: E402
+import motorflow as mf
 
 with mf.stage_logging(snakemake.log[0]):  # noqa: F821
     mf.enable_compilation_cache(snakemake.params.jax_cache)  # noqa: F821
