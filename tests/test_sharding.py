@@ -20,7 +20,8 @@ result = setup.train(checkpoint_dir={checkpoints!r})
 trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
 leaves = jax.tree.leaves((result.state.params, result.state.opt_state, result.history))
 np.savez({out!r}, n_devices=len(jax.devices()),
-         mesh=0 if trainer.mesh is None else trainer.mesh.size,
+         mesh=0 if trainer.layout.mesh is None else trainer.layout.mesh.size,
+         padded=trainer.layout.n_padded,
          **{{f"leaf{{i}}": np.asarray(x) for i, x in enumerate(leaves)}})
 """
 
@@ -39,11 +40,14 @@ def train_on(n_devices, tmp_path, n_replicates, shared=False):
     return dict(np.load(out))
 
 
-@pytest.mark.parametrize(("n_replicates", "shared", "mesh"), [(4, False, 2), (4, True, 2), (3, False, 0)])
-def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared, mesh):
+@pytest.mark.parametrize(
+    ("n_replicates", "shared", "padded"), [(4, False, 4), (4, True, 4), (3, False, 4)]
+)
+def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared, padded):
     one = train_on(1, tmp_path, n_replicates, shared)
     two = train_on(2, tmp_path, n_replicates, shared)
-    assert two["n_devices"] == 2 and two["mesh"] == mesh
+    assert two["n_devices"] == 2 and two["mesh"] == 2 and two["padded"] == padded
+    assert one["mesh"] == 0
     assert one.keys() == two.keys()
     for name in one:
         if name.startswith("leaf"):

@@ -1,46 +1,88 @@
 """Spread the replicate axis over the devices JAX sees (CPU cores, GPUs).
 
-Replicates are independent, so sharding their axis needs no communication: each
-device trains its share. The number of devices used is the largest one that
-divides the replicate count, so any count works (a prime count larger than the
-device count runs on one device).
+Replicates are independent, so splitting their axis needs no communication: each
+device trains its share. A count that does not divide evenly is padded with copies
+of the first replicates inside the compiled program (their results are dropped),
+so every device is used whatever the count, and the state outside keeps exactly
+the real replicates.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 
-def replicate_mesh(n_replicates: int, devices: list | None = None) -> Mesh | None:
-    """A 1-D mesh over the most devices that divide `n_replicates`; None for one device."""
-    devices = jax.devices() if devices is None else devices
-    n_devices = max(d for d in range(1, len(devices) + 1) if n_replicates % d == 0)
-    if n_devices == 1:
-        return None
-    return Mesh(np.asarray(devices[:n_devices]), ("replicate",))
+class ReplicateLayout(eqx.Module):
+    """How `n_replicates` are laid out over `mesh` (None: one device), padded to `n_padded`."""
 
+    n_replicates: int
+    n_padded: int
+    mesh: Mesh | None
 
-def shard_replicates(tree: Any, mesh: Mesh | None, *, axis: int = 0) -> Any:
-    """Place every array leaf of `tree` with its `axis` split over `mesh`."""
-    if mesh is None:
-        return tree
-    spec = PartitionSpec(*([None] * axis), "replicate")
-    sharding = NamedSharding(mesh, spec)
-    return jax.tree.map(
-        lambda leaf: jax.device_put(leaf, sharding) if eqx.is_array(leaf) else leaf, tree
-    )
+    @classmethod
+    def over_devices(cls, n_replicates: int, devices: list | None = None) -> ReplicateLayout:
+        devices = jax.devices() if devices is None else devices
+        n_devices = min(len(devices), n_replicates)
+        if n_devices == 1:
+            return cls(n_replicates, n_replicates, None)
+        mesh = Mesh(np.asarray(devices[:n_devices]), ("replicate",))
+        return cls(n_replicates, n_devices * math.ceil(n_replicates / n_devices), mesh)
 
+    def spread(self, tree: Any, *, axis: int = 0) -> Any:
+        """Inside a compiled function: pad `axis` to `n_padded` and split it over the mesh."""
+        if self.mesh is None:
+            return tree
+        extra = self.n_padded - self.n_replicates
+        sharding = NamedSharding(self.mesh, PartitionSpec(*([None] * axis), "replicate"))
 
-def replicated(tree: Any, mesh: Mesh | None) -> Any:
-    """Place every array leaf of `tree` whole on every device of `mesh`."""
-    if mesh is None:
-        return tree
-    sharding = NamedSharding(mesh, PartitionSpec())
-    return jax.tree.map(
-        lambda leaf: jax.device_put(leaf, sharding) if eqx.is_array(leaf) else leaf, tree
-    )
+        def one(leaf):
+            if not eqx.is_array(leaf):
+                return leaf
+            if extra:
+                copies = jax.lax.slice_in_dim(leaf, 0, extra, axis=axis)
+                leaf = jnp.concatenate([leaf, copies], axis=axis)
+            return jax.lax.with_sharding_constraint(leaf, sharding)
+
+        return jax.tree.map(one, tree)
+
+    def per_device(self, fn, *, replicated_args: tuple[int, ...] = ()):
+        """`fn` run by each device on its own replicates (leading axis of every argument
+        except those in `replicated_args`, which every device gets whole)."""
+        if self.mesh is None:
+            return fn
+
+        def wrapped(*args):
+            specs = tuple(
+                PartitionSpec() if i in replicated_args else PartitionSpec("replicate")
+                for i in range(len(args))
+            )
+            return jax.shard_map(
+                fn,
+                mesh=self.mesh,
+                in_specs=specs,
+                out_specs=PartitionSpec("replicate"),
+                # Per-replicate code with no collectives: nothing to check.
+                check_vma=False,
+            )(*args)
+
+        return wrapped
+
+    def gather(self, tree: Any, *, axis: int = 0) -> Any:
+        """Inside a compiled function: drop the padding of `axis` again."""
+        if self.n_padded == self.n_replicates:
+            return tree
+        return jax.tree.map(
+            lambda leaf: (
+                jax.lax.slice_in_dim(leaf, 0, self.n_replicates, axis=axis)
+                if eqx.is_array(leaf)
+                else leaf
+            ),
+            tree,
+        )

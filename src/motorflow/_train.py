@@ -27,7 +27,7 @@ from ._faults import kill_point
 from ._history import History, empty_history, validation_steps
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
-from ._sharding import replicate_mesh, replicated, shard_replicates
+from ._sharding import ReplicateLayout
 from ._tasks import CenterOut, ReachTask, Trials
 from ._trainable import trainable_filter
 
@@ -94,10 +94,9 @@ class Trainer:
             )
         selected = trainable_filter(ensemble, config.trainable, "train.trainable")
         params, rest = eqx.partition(ensemble, selected)
-        frozen, self.static = eqx.partition(rest, eqx.is_array)
-        self.mesh = replicate_mesh(self.n_replicates)
-        self.initial_params = shard_replicates(params, self.mesh)
-        self.frozen = shard_replicates(frozen, self.mesh)
+        self.initial_params = params
+        self.frozen, self.static = eqx.partition(rest, eqx.is_array)
+        self.layout = ReplicateLayout.over_devices(self.n_replicates)
         self.optimizer = make_optimizer(config.optimizer, config.n_batches)
         self.schedule = learning_rate_schedule(config.optimizer, config.n_batches)
         self.run_chunk = jax.jit(self._chunk)
@@ -108,15 +107,9 @@ class Trainer:
         return TrainState(
             params=self.initial_params,
             opt_state=jax.vmap(self.optimizer.init)(self.initial_params),
-            step=replicated(jnp.asarray(0, jnp.int32), self.mesh),
-            key=replicated(key, self.mesh),
+            step=jnp.asarray(0, jnp.int32),
+            key=key,
         )
-
-    def place_batches(self, trials: Trials) -> Trials:
-        """Put a chunk of trials `(chunk, replicate, trial, ...)` where its replicates train."""
-        if self.config.shared_trials:
-            return replicated(trials, self.mesh)
-        return shard_replicates(trials, self.mesh, axis=1)
 
     def ensemble(self, params: Any) -> eqx.Module:
         """The ensemble with `params` in place of its trainable arrays."""
@@ -131,7 +124,7 @@ class Trainer:
         terms = loss_terms(self.config.loss, rollouts, trials)
         return total_loss(self.config.loss, terms), terms
 
-    def _update(self, params, opt_state, trials: Trials, key):
+    def _update(self, params, opt_state, frozen, trials: Trials, key):
         def one(params, opt_state, frozen, trials, key):
             (total, terms), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
                 params, frozen, trials, key
@@ -139,18 +132,26 @@ class Trainer:
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return eqx.apply_updates(params, updates), opt_state, {**terms, "total": total}
 
-        keys = jax.random.split(key, self.n_replicates)
+        keys = self.layout.spread(jax.random.split(key, self.n_replicates))
+        shared = self.config.shared_trials
+        if shared:
+            trials = jax.tree.map(lambda x: x[0], trials)
+
         # One replicate after another (lax.map, not vmap): a replicate's trials then
         # form plain 2-D matmuls, which XLA runs faster on CPU than batched ones (2.4x
         # at the tutorial size), and its arithmetic does not depend on how many
         # replicates share a device, so a sharded run is bitwise-identical to one device.
-        if self.config.shared_trials:
-            shared = jax.tree.map(lambda x: x[0], trials)
-            return jax.lax.map(
-                lambda xs: one(xs[0], xs[1], xs[2], shared, xs[3]),
-                (params, opt_state, self.frozen, keys),
-            )
-        return jax.lax.map(lambda xs: one(*xs), (params, opt_state, self.frozen, trials, keys))
+        def local(params, opt_state, frozen, trials, keys):
+            if shared:
+                return jax.lax.map(
+                    lambda xs: one(xs[0], xs[1], xs[2], trials, xs[3]),
+                    (params, opt_state, frozen, keys),
+                )
+            return jax.lax.map(lambda xs: one(*xs), (params, opt_state, frozen, trials, keys))
+
+        return self.layout.per_device(local, replicated_args=(3,) if shared else ())(
+            params, opt_state, frozen, trials, keys
+        )
 
     def _chunk(self, state: TrainState, trials: Trials, batch_index: Int[Array, " chunk"]):
         """Train on consecutive batches; `trials` leaves are `(chunk, replicate, trial, ...)`.
@@ -159,19 +160,24 @@ class Trainer:
         learning rates `(chunk,)`.
         """
 
+        spread, frozen = self.layout.spread, self.layout.spread(self.frozen)
+        if not self.config.shared_trials:
+            trials = spread(trials, axis=1)
+
         def body(carry, xs):
             params, opt_state = carry
             batch_trials, batch = xs
             params, opt_state, losses = self._update(
-                params, opt_state, batch_trials, jax.random.fold_in(state.key, batch)
+                params, opt_state, frozen, batch_trials, jax.random.fold_in(state.key, batch)
             )
             return (params, opt_state), (losses, self.schedule(batch))
 
         (params, opt_state), (losses, lr) = jax.lax.scan(
-            body, (state.params, state.opt_state), (trials, batch_index)
+            body, (spread(state.params), spread(state.opt_state)), (trials, batch_index)
         )
+        params, opt_state = self.layout.gather((params, opt_state))
         new_state = TrainState(params, opt_state, state.step + batch_index.shape[0], state.key)
-        return new_state, losses, lr
+        return new_state, self.layout.gather(losses, axis=1), lr
 
     def _validate(self, params, trials: Trials, key):
         """Loss per term and total, per replicate, on shared validation `trials`."""
@@ -256,9 +262,7 @@ def train(
         log_every=config.log_every,
     )
     host_trials = jax.tree.map(np.asarray, trials)
-    validation_trials = replicated(
-        (task.eval_trials() if validation is None else validation).trials, trainer.mesh
-    )
+    validation_trials = (task.eval_trials() if validation is None else validation).trials
     steps = validation_steps(config.n_batches, config.log_every)
     fingerprint = {
         "train": config.to_dict(),
@@ -296,9 +300,7 @@ def train(
                 stop = min(start + config.log_every, config.n_batches)
                 kill_point("chunk")
                 new_state, losses, lr = trainer.run_chunk(
-                    state,
-                    trainer.place_batches(_batches(host_trials, start, stop)),
-                    jnp.arange(start, stop),
+                    state, _batches(host_trials, start, stop), jnp.arange(start, stop)
                 )
                 losses = jax.tree.map(np.asarray, losses)
                 _raise_if_non_finite(losses, start, checkpoints)
