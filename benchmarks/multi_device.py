@@ -24,8 +24,9 @@ def worker(n_replicates: int, repeats: int, batches_per_call: int, size: str) ->
     import jax
 
     sys.path.insert(0, str(HERE.parent))
-    import motorflow as mf
     from train_throughput import SIZES, setup, time_motorflow
+
+    import motorflow as mf
 
     spec = dict(SIZES[size], n_replicates=n_replicates)
     _, task, config, ensemble, trials, key = setup(spec, batches_per_call)
@@ -72,7 +73,9 @@ def main() -> None:
         worker(args.replicates[0], args.repeats, args.batches_per_call, args.size)
         return
     print(f"size {args.size}; median s/batch over {args.rounds} rounds")
-    print(f"{'replicates':>10} {'1 device':>9} {f'{args.devices} devices':>10} {'padded to':>9} {'speed-up':>8}")
+    print(
+        f"{'replicates':>10} {'1 device':>9} {f'{args.devices} devices':>10} {'padded to':>9} {'speed-up':>8}"
+    )
     for n_replicates in args.replicates:
         one, many, padded = [], [], None
         for _ in range(args.rounds):
@@ -81,7 +84,10 @@ def main() -> None:
             many.append(result["s_per_batch"])
             padded = result["padded"]
         single, multi = statistics.median(one), statistics.median(many)
-        print(f"{n_replicates:10d} {single:9.4f} {multi:10.4f} {padded:9d} {single / multi:8.2f}x", flush=True)
+        print(
+            f"{n_replicates:10d} {single:9.4f} {multi:10.4f} {padded:9d} {single / multi:8.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

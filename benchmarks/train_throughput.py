@@ -22,7 +22,7 @@ import numpy as np
 import motorflow as mf
 
 sys.path.insert(0, str(Path(__file__).parent))
-import bare_jax  # noqa: E402
+import bare_jax
 
 SIZES = {
     # feedbax tutorial: 5 replicates x 250 trials x 100 steps, GRU 50
@@ -60,7 +60,9 @@ def setup(size: dict, batches_per_call: int):
 
 
 def time_motorflow(trainer, state, trials, batches_per_call: int) -> tuple[float, object]:
-    chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x)[:, :batches_per_call], 0, 1)), trials)
+    chunk = jax.tree.map(
+        lambda x: jnp.asarray(np.swapaxes(np.asarray(x)[:, :batches_per_call], 0, 1)), trials
+    )
     index = jnp.arange(batches_per_call)
     start = time.perf_counter()
     state, losses, _ = trainer.run_chunk(state, chunk, index)

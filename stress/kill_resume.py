@@ -24,7 +24,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from workflow_helpers import (  # noqa: E402
+from workflow_helpers import (
     assert_same_results,
     make_workdir,
     snakemake,
