@@ -52,3 +52,42 @@ def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared
     for name in one:
         if name.startswith("leaf"):
             np.testing.assert_array_equal(one[name], two[name], err_msg=name)
+
+
+SAVE = """
+import sys, jax, numpy as np
+sys.path.insert(0, {tests!r})
+from conftest import TinySetup
+import motorflow as mf
+setup = TinySetup(n_replicates=4)
+result = setup.train(checkpoint_dir={checkpoints!r})
+if {save}:
+    mf.save_ensemble({model!r}, result.ensemble, setup.model_config, n_task_inputs=2)
+loaded, _ = mf.load_ensemble({model!r})
+leaves = jax.tree.leaves((result.state, result.history)) + jax.tree.leaves(loaded)
+np.savez({out!r}, n_devices=len(jax.devices()), **{{
+    f"leaf{{i}}": np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key) else x)
+    for i, x in enumerate(leaves)}})
+"""
+
+
+def test_state_and_model_written_on_two_devices_are_read_on_one(tmp_path):
+    def run(n_devices, save):
+        out = tmp_path / f"{n_devices}.npz"
+        code = SAVE.format(
+            tests=str(TESTS),
+            checkpoints=str(tmp_path / "ckpt"),
+            model=str(tmp_path / "model"),
+            save=save,
+            out=str(out),
+        )
+        env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n_devices}"}
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        return dict(np.load(out))
+
+    two = run(2, save=True)
+    one = run(1, save=False)  # resumes from the final checkpoint; loads the saved model
+    assert (two["n_devices"], one["n_devices"]) == (2, 1)
+    for name in two:
+        if name.startswith("leaf"):
+            np.testing.assert_array_equal(one[name], two[name], err_msg=name)

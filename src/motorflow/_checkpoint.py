@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import jax
 
-from ._orbax import orbax_checkpoint
+from ._orbax import orbax_checkpoint, restore_target
 
 logger = logging.getLogger("motorflow")
 
@@ -159,7 +159,7 @@ class Checkpoints:
 
     def restore(self, step: int, *, state_like: Any, history_like: Any) -> tuple[Any, Any]:
         """Read `step` into the structures of `state_like` and `history_like`."""
-        abstract = jax.tree.map(self._ocp.utils.to_shape_dtype_struct, (state_like, history_like))
+        abstract = restore_target((state_like, history_like))
         restored = self._manager.restore(
             step,
             args=self._ocp.args.Composite(

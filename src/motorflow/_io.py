@@ -12,7 +12,7 @@ from ._atomic import atomic_directory
 from ._config import ModelConfig
 from ._ensemble import make_ensemble, n_replicates
 from ._faults import kill_point
-from ._orbax import orbax_checkpoint
+from ._orbax import orbax_checkpoint, restore_target
 
 FORMAT = "motorflow.ensemble/1"
 _CONFIG = "ensemble.json"
@@ -61,5 +61,5 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
     )
     arrays, static = eqx.partition(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct))
     with orbax_checkpoint().StandardCheckpointer() as checkpointer:
-        restored = checkpointer.restore(path / _ARRAYS, arrays)
+        restored = checkpointer.restore(path / _ARRAYS, restore_target(arrays))
     return eqx.combine(restored, static), config

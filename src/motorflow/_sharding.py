@@ -35,6 +35,12 @@ class ReplicateLayout(eqx.Module):
         mesh = Mesh(np.asarray(devices[:n_devices]), ("replicate",))
         return cls(n_replicates, n_devices * math.ceil(n_replicates / n_devices), mesh)
 
+    def place(self, tree: Any) -> Any:
+        """Put `tree` whole on every device of the mesh (e.g. state restored on one device)."""
+        if self.mesh is None:
+            return tree
+        return jax.device_put(tree, NamedSharding(self.mesh, PartitionSpec()))
+
     def spread(self, tree: Any, *, axis: int = 0) -> Any:
         """Inside a compiled function: pad `axis` to `n_padded` and split it over the mesh."""
         if self.mesh is None:

@@ -300,7 +300,9 @@ def train(
                 stop = min(start + config.log_every, config.n_batches)
                 kill_point("chunk")
                 new_state, losses, lr = trainer.run_chunk(
-                    state, _batches(host_trials, start, stop), jnp.arange(start, stop)
+                    trainer.layout.place(state),
+                    _batches(host_trials, start, stop),
+                    jnp.arange(start, stop),
                 )
                 losses = jax.tree.map(np.asarray, losses)
                 _raise_if_non_finite(losses, start, checkpoints)
