@@ -242,6 +242,34 @@ CASES = {
         "sweeps.s (as s-size4).override.model.network.size",
         ["'size'", "hidden_size"],
     ),
+    # job resources
+    "unknown stage": (
+        at("resources.training", {"threads": 2}),
+        "resources",
+        ["'training' was unexpected", "train"],
+    ),
+    "zero threads": (at("resources.train.threads", 0), "resources.train.threads", ["0"]),
+    "negative gpus": (at("resources.train.gpus", -1), "resources.train.gpus", ["-1"]),
+    "gpu model with no gpus": (
+        at("resources.train.gpu_model", "a100"),
+        "resources.train.gpu_model",
+        ["'a100'", "resources.train.gpus"],
+    ),
+    "gpu model with quotes": (
+        at("resources.train", {"gpus": 1, "gpu_model": "'a100'"}),
+        "resources.train.gpu_model",
+        ["\"'a100'\"", "does not match"],
+    ),
+    "gres and gpus together": (
+        at("resources.train", {"gpus": 1, "gres": "gpu:1"}),
+        "resources.train.gres",
+        ["'gpu:1'", "gres alone"],
+    ),
+    "partition with shell characters": (
+        at("resources.train.slurm_partition", "gpu; rm -rf ~"),
+        "resources.train.slurm_partition",
+        ["'gpu; rm -rf ~'", "does not match"],
+    ),
     # nothing to do
     "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),
     "no tasks at all": (drop("tasks"), "(top level)", ["'tasks'", "required"]),

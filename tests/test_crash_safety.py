@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import time
 
 import pytest
-from workflow_helpers import assert_same_results, make_workdir, snakemake, tiny_config
+from workflow_helpers import (
+    assert_same_results,
+    make_workdir,
+    snakemake,
+    snakemake_command,
+    snakemake_env,
+    tiny_config,
+)
 
 pytestmark = pytest.mark.workflow
 
@@ -59,6 +70,30 @@ def test_a_killed_train_job_resumes_to_identical_results(reference, tmp_path, ki
     assert not list(experiment.glob(".*.tmp-*"))
 
 
+def test_a_killed_snakemake_run_resumes_with_the_same_command(reference, tmp_path):
+    # A lost terminal or node: snakemake dies with its train job, leaving its lock and
+    # the job marked incomplete. The README's way back: --unlock once, then the command.
+    workdir = make_workdir(tmp_path, one_experiment_config())
+    run = subprocess.Popen(
+        snakemake_command(),
+        cwd=workdir,
+        env=snakemake_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    first_checkpoint = workdir / "results/quiet/checkpoints/10"
+    deadline = time.monotonic() + 300
+    while not first_checkpoint.is_dir() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    assert first_checkpoint.is_dir() and not (workdir / "results/quiet/model").exists()
+    snakemake(workdir, "--unlock")
+    snakemake(workdir)  # the documented command, unchanged
+    assert_same_results(reference, workdir, ["quiet"])
+
+
 def test_divergence_stops_the_job_naming_batch_replicates_and_term(tmp_path):
     config = one_experiment_config()
     # The learning rate grows 10^4-fold every 5 batches: the loss overflows after batch 10.
@@ -87,6 +122,7 @@ def test_outputs_stay_inside_results_and_nothing_is_pickled(reference):
     assert {p.name for p in reference.iterdir()} <= {
         "Snakefile",
         "workflow",
+        "profiles",
         "config",
         "results",
         ".snakemake",

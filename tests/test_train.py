@@ -162,3 +162,18 @@ def test_trials_of_the_wrong_shape_are_rejected(tiny):
     setup.trials = jax.tree.map(lambda x: x[:, :, :4], setup.trials)
     with pytest.raises(ValueError, match="batch_size"):
         setup.train()
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_replicates_trained_as_one_batch_match_replicates_trained_in_turn(tiny, shared):
+    # GPUs train a device's replicates as one vmapped batch; CPUs one after another.
+    setup = tiny(shared_trials=shared)
+    batches = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :10], 0, 1), setup.trials)
+    results = []
+    for vectorize in (False, True):
+        trainer = mf.Trainer(
+            setup.ensemble, setup.task, setup.config, vectorize_replicates=vectorize
+        )
+        state, losses, _ = trainer.run_chunk(trainer.init(setup.train_key), batches, jnp.arange(10))
+        results.append((state.params, state.opt_state, losses))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *results)

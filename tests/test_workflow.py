@@ -194,3 +194,32 @@ def test_snakefmt_check_passes():
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_job_sizes_come_from_the_config_and_editing_them_reruns_nothing(finished, tmp_path):
+    config = tiny_config()
+    config["resources"] = {
+        "train": {
+            "mem_mb": 1234,
+            "runtime": 77,
+            "gpus": 1,
+            "gpu_model": "a100",
+            "slurm_partition": "gpu",
+        },
+        "figures": {"threads": 2, "mem_mb": 321},
+    }
+    write_config(finished, config)
+    try:
+        assert planned_jobs(finished) == set()
+        plan = snakemake(finished, "--dry-run", "--forcerun", "train").stdout
+    finally:
+        write_config(finished, tiny_config())
+    jobs = {}
+    for block in plan.split("\nrule ")[1:]:
+        rule = block.split(":", 1)[0]
+        jobs.setdefault(rule, block)
+    train, figures = jobs["train"], jobs["experiment_figures"]
+    assert "threads: 2" in train and "threads: 2" in figures  # train's default, figures' own
+    for resource in ("mem_mb=1234", "runtime=77", "gpu=1", "gpu_model=a100", "slurm_partition=gpu"):
+        assert resource in train, train
+    assert "mem_mb=321" in figures and "gpu=0" in figures and "gpu_model" not in figures

@@ -44,10 +44,11 @@ def tiny_config() -> dict:
 
 
 def make_workdir(path: Path, config: dict) -> Path:
-    """A copy of the workflow with `config` as its config/config.yaml."""
+    """A copy of the workflow (and its profiles) with `config` as its config/config.yaml."""
     path.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "Snakefile", path / "Snakefile")
-    shutil.copytree(REPO / "workflow", path / "workflow", dirs_exist_ok=True)
+    for folder in ("workflow", "profiles"):
+        shutil.copytree(REPO / folder, path / folder, dirs_exist_ok=True)
     write_config(path, config)
     return path
 
@@ -59,15 +60,23 @@ def write_config(workdir: Path, config: dict, name: str = "config/config.yaml") 
     return target
 
 
+def snakemake_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+
+
+def snakemake_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a test's snakemake: the library under test comes first."""
+    return {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
+
+
 def snakemake(
     workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
     """Run snakemake in `workdir`; the library is the one under test."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
     result = subprocess.run(  # noqa: PLW1510 - the caller decides what a failure means
-        [sys.executable, "-m", "snakemake", "--cores", "2", *args],
+        snakemake_command(*args),
         cwd=workdir,
-        env=env,
+        env=snakemake_env(env),
         capture_output=True,
         text=True,
     )

@@ -17,6 +17,7 @@ from ._config import (
     TrainConfig,
     check_model_fits_task,
 )
+from ._devices import claim_gpus, use_devices, visible_gpus
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._evaluate import evaluate, rollout_ensemble
 from ._experiments import (
@@ -106,6 +107,7 @@ __all__ = [
     "check_model_fits_task",
     "check_name",
     "check_schema",
+    "claim_gpus",
     "comparison_figure",
     "comparison_summary",
     "empty_history",
@@ -143,7 +145,9 @@ __all__ = [
     "train_experiment",
     "trainable_filter",
     "trials_dataset",
+    "use_devices",
     "validation_steps",
+    "visible_gpus",
     "write_dataset",
     "write_trials",
 ]

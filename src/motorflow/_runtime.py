@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,7 +39,11 @@ def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
-        logger.info("JAX devices: %s", jax.devices())
+        # Where the job ran: on a cluster, the log ties each output to its SLURM job.
+        slurm_job = os.environ.get("SLURM_JOB_ID")
+        logger.info(
+            "host %s%s", socket.gethostname(), f", SLURM job {slurm_job}" if slurm_job else ""
+        )
         previous_stderr, sys.stderr = sys.stderr, stream
         try:
             yield logger

@@ -51,7 +51,26 @@ def check_schema(config: Mapping[str, Any], schema: Mapping[str, Any]) -> None:
     raise ConfigError(_key_path(error), _message(error))
 
 
+def check_resources(resources: Mapping[str, Any]) -> None:
+    """GPU requests must say one thing: `gpus` (with an optional `gpu_model`) or `gres`."""
+    for stage, settings in resources.items():
+        path = f"resources.{stage}"
+        gpus = settings.get("gpus", 0)
+        if settings.get("gpu_model") and gpus < 1:
+            raise ConfigError(
+                f"{path}.gpu_model",
+                f"{settings['gpu_model']!r} needs a GPU count: set {path}.gpus to 1 or more",
+            )
+        if settings.get("gres") and gpus:
+            raise ConfigError(
+                f"{path}.gres",
+                f"{settings['gres']!r} and gpus: {gpus} both ask for GPUs; use gpus (and "
+                "gpu_model) or, where the site takes only --gres, gres alone",
+            )
+
+
 def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Experiment]:
     """Schema, then meaning (references, sizes, names): the experiments, or a ConfigError."""
     check_schema(config, schema)
+    check_resources(config.get("resources", {}))
     return resolve_experiments(config)

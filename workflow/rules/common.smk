@@ -86,8 +86,37 @@ def figure_params(wildcards):
     return canonical_json(FIGURES)
 
 
-def resource(stage, key, default):
-    return config["resources"].get(stage, {}).get(key, default)
+# Job sizes per stage; `resources.<stage>` in the config overrides any of them.
+DEFAULT_RESOURCES = {
+    "trials": {"threads": 1, "mem_mb": 2000, "runtime": 10, "gpus": 0},
+    "train": {"threads": 2, "mem_mb": 4000, "runtime": 120, "gpus": 0},
+    "evaluate": {"threads": 1, "mem_mb": 2000, "runtime": 30, "gpus": 0},
+    "figures": {"threads": 1, "mem_mb": 1000, "runtime": 10, "gpus": 0},
+}
+
+
+def stage_resources(stage):
+    return {**DEFAULT_RESOURCES[stage], **config["resources"].get(stage, {})}
+
+
+def stage_threads(stage):
+    return stage_resources(stage)["threads"]
+
+
+def job_resources(stage):
+    """A stage's `resources:` as Snakemake and its SLURM executor name them: memory,
+    runtime (minutes), `gpu` (what `--resources gpu=N` limits and the job claims),
+    and the optional SLURM keys `gpu_model`, `gres` and `slurm_partition`."""
+    settings = stage_resources(stage)
+    resources = {
+        "mem_mb": settings["mem_mb"],
+        "runtime": settings["runtime"],
+        "gpu": settings["gpus"],
+    }
+    for key in ("gpu_model", "gres", "slurm_partition"):
+        if settings.get(key):
+            resources[key] = settings[key]
+    return resources
 
 
 def experiment_figures(experiment):

@@ -11,11 +11,9 @@ rule evaluate:
         f"{RESULTS}/logs/evaluate/{{experiment}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/evaluate/{{experiment}}.tsv"
-    threads: resource("evaluate", "threads", 1)
+    threads: stage_threads("evaluate")
     resources:
-        mem_mb=resource("evaluate", "mem_mb", 2000),
-        runtime=resource("evaluate", "runtime", 30),
-        gpu=resource("evaluate", "gpus", 0),
+        **job_resources("evaluate"),
     params:
         spec=evaluate_params,
         experiment=experiment_json,

@@ -24,9 +24,9 @@ rule experiment_figures:
         ),
     log:
         f"{RESULTS}/logs/figures/{{experiment}}.log",
+    threads: stage_threads("figures")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **job_resources("figures"),
     params:
         figures=figure_params,
     script:
@@ -46,9 +46,9 @@ rule comparison_figure:
         ),
     log:
         f"{RESULTS}/logs/figures/comparison.log",
+    threads: stage_threads("figures")
     resources:
-        mem_mb=1000,
-        runtime=10,
+        **job_resources("figures"),
     params:
         figures=figure_params,
         experiments=list(EXPERIMENTS),

@@ -10,11 +10,9 @@ rule train:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train/{{experiment}}.tsv"
-    threads: resource("train", "threads", 2)
+    threads: stage_threads("train")
     resources:
-        mem_mb=resource("train", "mem_mb", 4000),
-        runtime=resource("train", "runtime", 120),
-        gpu=resource("train", "gpus", 0),
+        **job_resources("train"),
     params:
         spec=train_params,
         experiment=experiment_json,

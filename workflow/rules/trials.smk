@@ -5,9 +5,9 @@ rule trials:
         eval=directory(f"{RESULTS}/trials/{{dataset}}/eval.zarr"),
     log:
         f"{RESULTS}/logs/trials/{{dataset}}.log",
+    threads: stage_threads("trials")
     resources:
-        mem_mb=2000,
-        runtime=10,
+        **job_resources("trials"),
     params:
         spec=dataset_params,
         jax_cache=config["jax_cache_dir"],

@@ -1,18 +1,13 @@
 """Snakemake adapter: train (or resume) one experiment's ensemble."""
 
 import json
-import os
-
-# One XLA CPU device per thread Snakemake gives this job, set before JAX starts:
-# the trainer spreads the replicates over them (GPUs, when present, are used as they are).
-os.environ["XLA_FLAGS"] = (
-    f"{os.environ.get('XLA_FLAGS', '')} "
-    f"--xla_force_host_platform_device_count={snakemake.threads}"  # noqa: F821
-).strip()
 
 import motorflow as mf
 
 with mf.stage_logging(snakemake.log[0]):  # noqa: F821
+    # One XLA CPU device per thread (the trainer spreads the replicates over them);
+    # the GPUs the job asked for, claimed so that concurrent jobs never share one.
+    mf.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)  # noqa: F821
     mf.enable_compilation_cache(snakemake.params.jax_cache)  # noqa: F821
     mf.train_experiment(
         mf.Experiment.from_dict(json.loads(snakemake.params.experiment)),  # noqa: F821

@@ -1,0 +1,108 @@
+"""The pipeline through `snakemake --profile profiles/slurm` on a real SLURM cluster.
+
+The cluster is a single node on this machine, started by tests/slurm/local-cluster.sh
+(it installs the Debian packages when they are missing, so it needs root and apt-get).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from workflow_helpers import REPO, assert_same_results, make_workdir, snakemake, tiny_config
+
+CLUSTER = REPO / "tests" / "slurm" / "local-cluster.sh"
+# Short: slurmd keeps Unix sockets in its spool folder (paths of at most 108 bytes).
+STATE = Path(tempfile.gettempdir()) / f"motorflow-slurm-test-{os.getpid()}"
+
+
+def why_no_cluster() -> str | None:
+    if os.geteuid() != 0:
+        return "a local SLURM cluster needs root (to start munged, slurmctld and slurmd)"
+    installed = all(shutil.which(c) for c in ("slurmctld", "slurmd", "sbatch", "munged"))
+    if not installed and not shutil.which("apt-get"):
+        return "SLURM is not installed and there is no apt-get to install it"
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        return "snakemake-executor-plugin-slurm is missing: pip install -e '.[slurm]'"
+    return None
+
+
+pytestmark = [
+    pytest.mark.workflow,
+    pytest.mark.slurm,
+    pytest.mark.skipif(why_no_cluster() is not None, reason=why_no_cluster() or ""),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A single-node SLURM cluster on this machine while this module's tests run."""
+    env = {**os.environ, "MOTORFLOW_SLURM_DIR": str(STATE)}
+    started = subprocess.run(
+        [str(CLUSTER), "start"], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert started.returncode == 0, started.stdout + started.stderr
+    yield
+    subprocess.run([str(CLUSTER), "stop"], env=env, check=True, timeout=120)
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+def slurm_config() -> dict:
+    config = tiny_config()
+    del config["experiments"]["noisy"]
+    # Every job fits the 2-core test node, so the jobs never wait for each other's cores.
+    config["resources"] = {
+        stage: {"threads": 1, "mem_mb": 1000, "runtime": 10}
+        for stage in ("trials", "train", "evaluate", "figures")
+    }
+    return config
+
+
+def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_path):
+    local = make_workdir(tmp_path / "local", slurm_config())
+    snakemake(local)
+
+    cluster = make_workdir(tmp_path / "cluster", slurm_config())
+    snakemake(
+        cluster,
+        "--profile",
+        "profiles/slurm",
+        # The site-specific part, for this test cluster: its partition and an
+        # account, and polling by squeue (it has no slurmdbd for sacct).
+        "--default-resources",
+        "slurm_partition=debug",
+        "slurm_account=ci",
+        "--slurm-status-command",
+        "squeue",
+        "--slurm-init-seconds-before-status-checks",
+        "1",
+        "--seconds-between-status-checks",
+        "1",
+    )
+
+    job_ids = {}
+    for log in sorted((cluster / "results/logs").rglob("*.log")):
+        found = re.search(r"SLURM job (\d+)", log.read_text())
+        assert found, f"{log} does not name a SLURM job: the job did not run under sbatch"
+        job_ids[log.relative_to(cluster / "results/logs").as_posix()] = found.group(1)
+    # trials, train, evaluate, the experiment's figures and the comparison figure
+    assert len(job_ids) == 5, job_ids
+    assert len(set(job_ids.values())) == 5, f"jobs share a SLURM job: {job_ids}"
+    for log, job_id in job_ids.items():
+        record = subprocess.run(
+            ["scontrol", "show", "job", job_id],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        assert "JobState=COMPLETED" in record.stdout, f"{log}: {record.stdout}{record.stderr}"
+
+    assert_same_results(local, cluster, ["quiet"])
+    for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed"):
+        assert (cluster / f"results/figures/{figure}.png").stat().st_size > 0
