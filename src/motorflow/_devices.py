@@ -77,7 +77,7 @@ def claim_gpus(
         )
     lock_dir = Path(lock_dir)
     lock_dir.mkdir(parents=True, exist_ok=True)
-    waiting_since = None
+    announced = False
     while True:
         claimed: list[tuple[str, IO[str]]] = []
         for gpu in pool:
@@ -95,8 +95,8 @@ def claim_gpus(
                 return [gpu for gpu, _ in claimed]
         for _, handle in claimed:
             handle.close()  # closing drops the lock
-        if waiting_since is None:
-            waiting_since = time.monotonic()
+        if not announced:
+            announced = True
             logger.info(
                 "Waiting for %d free GPU(s) of %s (the others are claimed in %s)",
                 n_gpus,
