@@ -5,6 +5,12 @@ so machine load hits both alike. Reports the median seconds per batch over the
 repeats, trial-steps per second and the ratio motorflow / bare. Usage:
 
     python benchmarks/train_throughput.py [--sizes tutorial small] [--repeats 5]
+        [--replicates 5 20] [--vectorize {auto,on,off,both}]
+
+`--replicates` overrides the sizes' replicate counts (each count given is run in
+turn); `--vectorize` picks motorflow's `Trainer(vectorize_replicates=...)`: `auto`
+(the trainer's own default: on unless JAX's backend is the CPU), `on`, `off`, or
+`both`, which times the two paths side by side, interleaved with the floor.
 """
 
 from __future__ import annotations
@@ -80,32 +86,50 @@ def time_bare(step, params, opt_state, trials, batches_per_call: int):
     return (time.perf_counter() - start) / batches_per_call, params, opt_state
 
 
-def measure(name: str, size: dict, repeats: int, batches_per_call: int) -> dict:
+VECTORIZE = {"auto": [None], "on": [True], "off": [False], "both": [True, False]}
+
+
+def path_name(vectorize: bool | None) -> str:
+    return {None: "auto", True: "vmap", False: "map"}[vectorize]
+
+
+def measure(
+    name: str, size: dict, repeats: int, batches_per_call: int, vectorize: str = "auto"
+) -> list[dict]:
+    """One result per motorflow path in `VECTORIZE[vectorize]`, each against the same floor."""
     model, task, config, ensemble, trials, key = setup(size, batches_per_call)
-    trainer = mf.Trainer(ensemble, task, config)
-    state = trainer.init(key)
+    paths = VECTORIZE[vectorize]
+    trainers = [mf.Trainer(ensemble, task, config, vectorize_replicates=v) for v in paths]
+    states = [trainer.init(key) for trainer in trainers]
     optimizer, step = bare_jax.make_step(n_steps=size["n_steps"], delay=1, dt=model.dt)
     params = bare_jax.init_params(jax.random.key(1), size["n_replicates"], size["hidden"])
     opt_state = jax.vmap(optimizer.init)(params)
-    # Warm-up calls compile both programs.
-    _, state = time_motorflow(trainer, state, trials, batches_per_call)
+    # Warm-up calls compile every program.
+    for i, trainer in enumerate(trainers):
+        _, states[i] = time_motorflow(trainer, states[i], trials, batches_per_call)
     _, params, opt_state = time_bare(step, params, opt_state, trials, batches_per_call)
-    ours, bare = [], []
+    ours, bare = [[] for _ in trainers], []
     for _ in range(repeats):
         seconds, params, opt_state = time_bare(step, params, opt_state, trials, batches_per_call)
         bare.append(seconds)
-        seconds, state = time_motorflow(trainer, state, trials, batches_per_call)
-        ours.append(seconds)
+        for i, trainer in enumerate(trainers):
+            seconds, states[i] = time_motorflow(trainer, states[i], trials, batches_per_call)
+            ours[i].append(seconds)
     trial_steps = size["n_replicates"] * size["batch_size"] * size["n_steps"]
-    result = {
-        "size": name,
-        "bare_s_per_batch": statistics.median(bare),
-        "motorflow_s_per_batch": statistics.median(ours),
-    }
-    result["ratio"] = result["motorflow_s_per_batch"] / result["bare_s_per_batch"]
-    result["bare_trial_steps_per_s"] = trial_steps / result["bare_s_per_batch"]
-    result["motorflow_trial_steps_per_s"] = trial_steps / result["motorflow_s_per_batch"]
-    return result
+    results = []
+    for vectorize_replicates, times in zip(paths, ours):
+        result = {
+            "size": name,
+            "replicates": size["n_replicates"],
+            "path": path_name(vectorize_replicates),
+            "bare_s_per_batch": statistics.median(bare),
+            "motorflow_s_per_batch": statistics.median(times),
+        }
+        result["ratio"] = result["motorflow_s_per_batch"] / result["bare_s_per_batch"]
+        result["bare_trial_steps_per_s"] = trial_steps / result["bare_s_per_batch"]
+        result["motorflow_trial_steps_per_s"] = trial_steps / result["motorflow_s_per_batch"]
+        results.append(result)
+    return results
 
 
 def main() -> None:
@@ -113,20 +137,38 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batches-per-call", type=int, default=10)
-    args = parser.parse_args()
-    print(f"devices: {jax.devices()}")
-    print(
-        f"{'size':9} {'bare s/batch':>12} {'motorflow s/batch':>17} {'ratio':>6} "
-        f"{'bare trial-steps/s':>18} {'motorflow trial-steps/s':>23}"
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        nargs="+",
+        default=None,
+        help="replicate counts to run each size at (default: each size's own, 5)",
     )
-    for name in args.sizes:
-        r = measure(name, SIZES[name], args.repeats, args.batches_per_call)
-        print(
-            f"{r['size']:9} {r['bare_s_per_batch']:12.4f} {r['motorflow_s_per_batch']:17.4f} "
-            f"{r['ratio']:6.3f} {r['bare_trial_steps_per_s']:18.0f} "
-            f"{r['motorflow_trial_steps_per_s']:23.0f}",
-            flush=True,
-        )
+    parser.add_argument(
+        "--vectorize",
+        choices=list(VECTORIZE),
+        default="auto",
+        help="motorflow's vectorize_replicates: the trainer's default, on, off, or both",
+    )
+    args = parser.parse_args()
+    print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
+    print(
+        f"{'size':9} {'reps':>4} {'path':>4} {'bare s/batch':>12} {'motorflow s/batch':>17} "
+        f"{'ratio':>6} {'bare trial-steps/s':>18} {'motorflow trial-steps/s':>23}"
+    )
+    for n_replicates in args.replicates or [None]:
+        for name in args.sizes:
+            size = dict(SIZES[name])
+            if n_replicates is not None:
+                size["n_replicates"] = n_replicates
+            for r in measure(name, size, args.repeats, args.batches_per_call, args.vectorize):
+                print(
+                    f"{r['size']:9} {r['replicates']:4d} {r['path']:>4} "
+                    f"{r['bare_s_per_batch']:12.4f} {r['motorflow_s_per_batch']:17.4f} "
+                    f"{r['ratio']:6.3f} {r['bare_trial_steps_per_s']:18.0f} "
+                    f"{r['motorflow_trial_steps_per_s']:23.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":
