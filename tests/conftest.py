@@ -10,7 +10,13 @@ import motorflow as mf
 
 
 def tiny_model_config(**network) -> mf.ModelConfig:
-    return mf.ModelConfig.from_dict({"network": {"hidden_size": 8, **network}})
+    # Noise on: a test of keys or resuming must be able to tell a right key from a wrong one.
+    return mf.ModelConfig.from_dict(
+        {
+            "network": {"hidden_size": 8, "hidden_noise_std": 0.01, **network},
+            "feedback": {"noise_std": 0.05},
+        }
+    )
 
 
 def tiny_task(n_steps: int = 12) -> mf.ReachTask:
@@ -69,3 +75,11 @@ class TinySetup:
 @pytest.fixture
 def tiny():
     return TinySetup
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compilation_cache(tmp_path_factory):
+    """Programs compiled once are loaded, not compiled again, by later tests (a temp dir)."""
+    directory = tmp_path_factory.mktemp("jax_cache")
+    mf.enable_compilation_cache(directory)
+    return directory

@@ -2,24 +2,11 @@
 
 import pytest
 import yaml
-from workflow_helpers import REPO, tiny_config
+from workflow_helpers import REPO, at, tiny_config
 
 import motorflow as mf
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-
-
-def at(path, value):
-    """An edit setting the dotted `path` of the config to `value`."""
-
-    def edit(config):
-        *parents, last = path.split(".")
-        node = config
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = value
-
-    return edit
 
 
 def drop(path):
@@ -269,6 +256,59 @@ CASES = {
         at("resources.train.slurm_partition", "gpu; rm -rf ~"),
         "resources.train.slurm_partition",
         ["'gpu; rm -rf ~'", "does not match"],
+    ),
+    # numbers that are no settings
+    "NaN learning rate": (
+        at("trainings.quick.optimizer", {"learning_rate": float("nan")}),
+        "trainings.quick.optimizer.learning_rate",
+        ["nan", "finite"],
+    ),
+    "infinite workspace": (
+        at("tasks.reach.workspace", [[-1, -1], [float("inf"), 1]]),
+        "tasks.reach.workspace[1][0]",
+        ["inf", "finite"],
+    ),
+    "infinite goal radius": (
+        at("evaluation.goal_radius", float("inf")),
+        "evaluation.goal_radius",
+        ["inf", "finite"],
+    ),
+    # cross-field: what is evaluated must have been trained
+    "evaluation goals outside the workspace": (
+        at("tasks.reach.eval.distances", [1.5]),
+        "tasks.reach.eval",
+        ["leave the workspace", "[1.5, 0]", "never trained"],
+    ),
+    "evaluation center outside the workspace": (
+        at("tasks.reach.eval.center", [3.0, 0.0]),
+        "tasks.reach.eval",
+        ["leave the workspace"],
+    ),
+    # names that would become bad paths
+    "overlong experiment name": (
+        rename_experiment("x" * 65),
+        f"experiments.'{'x' * 65}'",
+        ["at most 64 characters"],
+    ),
+    "experiment named like a results folder": (
+        rename_experiment("figures"),
+        "experiments.figures",
+        ["'figures'", "folder of results/"],
+    ),
+    "oversized sweep": (
+        sweep({"seed": list(range(40)), "model.network.hidden_size": list(range(1, 41))}),
+        "sweeps.s.grid",
+        ["1,600 experiments", "at most 1,000"],
+    ),
+    "partial loss term with a bad value": (
+        at("trainings.quick.loss", {"position": {"discount_power": -1}}),
+        "trainings.quick.loss.position.discount_power",
+        ["-1", "minimum of 0"],
+    ),
+    "loss term not a mapping": (
+        at("trainings.quick.loss", {"effort": 0.1}),
+        "trainings.quick.loss.effort",
+        ["0.1", "object"],
     ),
     # nothing to do
     "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),

@@ -14,7 +14,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptio
 def trained(tiny, tmp_path):
     setup = tiny()
     reference = setup.train(checkpoint_dir=tmp_path / "ckpt")
-    return setup, reference, tmp_path / "ckpt"
+    return setup, reference, run_dir(tmp_path / "ckpt")
+
+
+def run_dir(store):
+    (run,) = [p for p in store.iterdir() if p.is_dir()]
+    return run
 
 
 def largest_file(directory):
@@ -26,7 +31,7 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(trained, c
     damaged = largest_file(directory / "40" / "state")
     damaged.write_bytes(damaged.read_bytes()[:10])
     with caplog.at_level(logging.WARNING, logger="motorflow"):
-        resumed = setup.train(checkpoint_dir=directory)
+        resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text and "damaged" in caplog.text
     assert "older checkpoint at batch 30" in caplog.text
     assert_trees_equal(resumed.state, reference.state)
@@ -37,7 +42,7 @@ def test_a_newest_checkpoint_missing_a_file_falls_back(trained, caplog):
     setup, reference, directory = trained
     (directory / "40" / "history" / "manifest.ocdbt").unlink()
     with caplog.at_level(logging.WARNING, logger="motorflow"):
-        resumed = setup.train(checkpoint_dir=directory)
+        resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text
     assert_trees_equal(resumed.state, reference.state)
 
@@ -46,7 +51,7 @@ def test_unreadable_metrics_do_not_stop_the_resume(trained, caplog):
     setup, reference, directory = trained
     (directory / "40" / "metrics" / "metrics").write_text('{"loss": 0.')
     with caplog.at_level(logging.WARNING, logger="motorflow"):
-        resumed = setup.train(checkpoint_dir=directory)
+        resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text and "metrics" in caplog.text
     assert_trees_equal(resumed.state, reference.state)
 
@@ -56,7 +61,7 @@ def test_no_usable_checkpoint_starts_afresh_with_a_warning(trained, caplog):
     for step in ("30", "40"):
         shutil.rmtree(directory / step / "state" / "ocdbt.process_0")
     with caplog.at_level(logging.WARNING, logger="motorflow"):
-        resumed = setup.train(checkpoint_dir=directory)
+        resumed = setup.train(checkpoint_dir=directory.parent)
     assert "training starts afresh" in caplog.text
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
@@ -66,6 +71,7 @@ def test_an_interrupted_checkpoint_write_is_ignored_and_cleaned_up(trained):
     setup, reference, directory = trained
     leftover = directory / "50.orbax-checkpoint-tmp-123"
     shutil.copytree(directory / "40", leftover)
-    resumed = setup.train(checkpoint_dir=directory)
+    resumed = setup.train(checkpoint_dir=directory.parent)
     assert_trees_equal(resumed.state, reference.state)
     assert not leftover.exists()
+

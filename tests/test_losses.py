@@ -36,8 +36,15 @@ def test_terms_have_their_documented_values():
     np.testing.assert_allclose(mf.total_loss(config, terms), 5.0 + 16.0 + 36.0)
 
 
-def test_only_configured_terms_are_computed():
+def test_every_term_is_recorded_and_weight_zero_adds_nothing():
     goal = jnp.zeros((2, 2))
     trials = mf.Trials(init_pos=goal, init_vel=goal, goal_pos=goal)
-    config = mf.LossConfig.from_dict({"position": {}})
-    assert set(mf.loss_terms(config, make_rollout(), trials)) == {"position"}
+    config = mf.LossConfig.from_dict({"position": {"weight": 0}})
+    terms = mf.loss_terms(config, make_rollout(), trials)
+    assert set(terms) == {"position", "final_velocity", "effort", "hidden"}
+    assert float(terms["position"]) > 0
+    without = {name: value for name, value in terms.items() if name != "position"}
+    np.testing.assert_allclose(
+        mf.total_loss(config, terms),
+        sum(config.terms[name].weight * value for name, value in without.items()),
+    )

@@ -5,7 +5,11 @@ import motorflow as mf
 
 
 def task(**config):
-    return mf.ReachTask(mf.TaskConfig.from_dict({"workspace": [[-1, 0], [2, 0.5]], **config}))
+    # The center-out evaluation must lie in the workspace too.
+    evaluation = {"center": [0.5, 0.25], "distances": [0.2]}
+    return mf.ReachTask(
+        mf.TaskConfig.from_dict({"workspace": [[-1, 0], [2, 0.5]], "eval": evaluation, **config})
+    )
 
 
 def test_reaches_start_at_rest_inside_the_workspace():

@@ -1,7 +1,7 @@
 """motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox."""
 
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
-from ._checkpoint import Checkpoints
+from ._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
 from ._config import (
     CenterOutConfig,
     ConfigError,
@@ -17,6 +17,7 @@ from ._config import (
     TrainConfig,
     check_model_fits_task,
 )
+from ._config_file import load_config_file
 from ._devices import claim_gpus, use_devices, visible_gpus
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._evaluate import evaluate, rollout_ensemble
@@ -25,8 +26,11 @@ from ._experiments import (
     canonical_json,
     check_name,
     experiment_keys,
+    flatten_settings,
+    resolve_experiment,
     resolve_experiments,
 )
+from ._job_settings import job_settings, parse_setting_params, setting_param
 from ._feedback import FeedbackChannel
 from ._figures import (
     comparison_summary,
@@ -63,7 +67,16 @@ from ._store import (
     write_trials,
 )
 from ._tasks import CenterOut, ReachTask, Trials
-from ._train import NonFiniteLossError, Trainer, TrainResult, TrainState, train
+from ._identity import code_version, tree_digest
+from ._train import (
+    NonFiniteLossError,
+    Trainer,
+    TrainResult,
+    TrainState,
+    run_fingerprint,
+    run_id,
+    train,
+)
 from ._trainable import trainable_filter
 from ._validation import check_config, check_schema
 
@@ -71,12 +84,14 @@ __all__ = [
     "AbstractCell",
     "CenterOut",
     "CenterOutConfig",
+    "CheckpointStore",
     "Checkpoints",
     "ClosedLoop",
     "ConfigError",
     "Experiment",
     "FeedbackChannel",
     "FeedbackConfig",
+    "ForeignFilesError",
     "GRUCell",
     "LeakyCell",
     "LossConfig",
@@ -108,6 +123,7 @@ __all__ = [
     "check_name",
     "check_schema",
     "claim_gpus",
+    "code_version",
     "comparison_figure",
     "comparison_summary",
     "empty_history",
@@ -116,8 +132,11 @@ __all__ = [
     "evaluate_experiment",
     "experiment_figures",
     "experiment_keys",
+    "flatten_settings",
     "history_dataset",
     "learning_rate_schedule",
+    "job_settings",
+    "load_config_file",
     "load_ensemble",
     "loss_terms",
     "make_ensemble",
@@ -126,6 +145,7 @@ __all__ = [
     "metrics_table",
     "n_replicates",
     "open_dataset",
+    "parse_setting_params",
     "plot_comparison",
     "plot_loss_history",
     "plot_speed_profiles",
@@ -135,15 +155,20 @@ __all__ = [
     "read_states",
     "read_trials",
     "replicate_keys",
+    "resolve_experiment",
     "resolve_experiments",
     "rollout_ensemble",
+    "run_fingerprint",
+    "run_id",
     "save_ensemble",
+    "setting_param",
     "stage_logging",
     "take_replicate",
     "total_loss",
     "train",
     "train_experiment",
     "trainable_filter",
+    "tree_digest",
     "trials_dataset",
     "use_devices",
     "validation_steps",

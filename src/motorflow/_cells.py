@@ -31,7 +31,7 @@ class GRUCell(AbstractCell):
     """Gated recurrent unit (Cho et al. 2014), as in :class:`equinox.nn.GRUCell`."""
 
     gru: eqx.nn.GRUCell
-    hidden_size: int
+    hidden_size: int = eqx.field(static=True)
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         self.gru = eqx.nn.GRUCell(input_size, hidden_size, key=key)
@@ -54,7 +54,7 @@ class VanillaCell(AbstractCell):
     weight_in: Float[Array, "hidden input"]
     weight_rec: Float[Array, "hidden hidden"]
     bias: Float[Array, " hidden"]
-    hidden_size: int
+    hidden_size: int = eqx.field(static=True)
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         bound = 1.0 / math.sqrt(hidden_size)
@@ -76,8 +76,8 @@ class LeakyCell(AbstractCell):
     """
 
     rnn: VanillaCell
-    alpha: float
-    hidden_size: int
+    alpha: float = eqx.field(static=True)
+    hidden_size: int = eqx.field(static=True)
 
     def __init__(
         self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray

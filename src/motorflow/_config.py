@@ -206,9 +206,11 @@ class ModelConfig(_Block):
 
 def _point(value: Any, key: str) -> None:
     _require(
-        isinstance(value, tuple) and len(value) == 2 and all(_is_number(v) for v in value),
+        isinstance(value, tuple)
+        and len(value) == 2
+        and all(_is_number(v) and math.isfinite(v) for v in value),
         key,
-        f"must be a list of two numbers [x, y], got {_thaw(value)!r}",
+        f"must be a list of two finite numbers [x, y], got {_thaw(value)!r}",
     )
 
 
@@ -226,7 +228,7 @@ class CenterOutConfig(_Block):
         _require(
             isinstance(self.distances, tuple)
             and len(self.distances) > 0
-            and all(_is_number(d) and d > 0 for d in self.distances),
+            and all(_is_number(d) and math.isfinite(d) and d > 0 for d in self.distances),
             "distances",
             f"must be a non-empty list of numbers > 0, got {_thaw(self.distances)!r}",
         )
@@ -261,6 +263,22 @@ class TaskConfig(_Block):
             "workspace",
             f"needs x_min < x_max and y_min < y_max, got {_thaw(self.workspace)!r}",
         )
+        # The evaluation reaches must lie where the network was trained to reach.
+        center, reach = self.eval.center, max(self.eval.distances)
+        for angle in range(self.eval.n_directions):
+            theta = 2 * math.pi * angle / self.eval.n_directions
+            goal = (center[0] + reach * math.cos(theta), center[1] + reach * math.sin(theta))
+            inside = all(
+                lower[i] - 1e-9 <= value <= upper[i] + 1e-9 for i, value in enumerate(goal)
+            )
+            _require(
+                inside and all(lower[i] <= center[i] <= upper[i] for i in range(2)),
+                "eval",
+                f"the center-out goals (center {list(center)}, distance {reach}) leave the "
+                f"workspace {_thaw(self.workspace)}: the goal at "
+                f"[{goal[0]:.3g}, {goal[1]:.3g}] was never trained; move the center, shorten "
+                "the distances or widen the workspace",
+            )
 
 
 LOSS_TERMS = ("position", "final_velocity", "effort", "hidden")
@@ -293,7 +311,12 @@ def _default_loss_terms() -> dict[str, LossTermConfig]:
 
 @dataclasses.dataclass(frozen=True)
 class LossConfig:
-    """Named loss terms (a subset of `LOSS_TERMS`) with their weights."""
+    """The loss terms of `LOSS_TERMS` with their weights; every term is always present.
+
+    A config names only the terms and keys it changes: ``{position: {weight: 2}}``
+    keeps position's `discount_power` of 6 and every other term's default. A term
+    with weight 0 adds nothing to the loss (it is still recorded in the history).
+    """
 
     terms: dict[str, LossTermConfig] = dataclasses.field(default_factory=_default_loss_terms)
 
@@ -301,12 +324,13 @@ class LossConfig:
     def from_dict(cls, data: Mapping[str, Any] | None = None, path: str = "") -> LossConfig:
         if data is None:
             return cls()
-        if not isinstance(data, Mapping) or not data:
-            raise ConfigError(path, f"must be a non-empty mapping of loss terms, got {data!r}")
-        terms = {}
+        if not isinstance(data, Mapping):
+            raise ConfigError(path, f"must be a mapping of loss terms, got {data!r}")
+        terms = _default_loss_terms()
         for name, term in data.items():
             _one_of_at(name, LOSS_TERMS, _join(path, str(name)))
-            terms[name] = LossTermConfig.from_dict(term, _join(path, name))
+            merged = {**terms[name].to_dict(), **term} if isinstance(term, Mapping) else term
+            terms[name] = LossTermConfig.from_dict(merged, _join(path, name))
         return cls(terms)
 
     def to_dict(self) -> dict[str, Any]:
@@ -369,6 +393,10 @@ class OptimizerConfig(_Block):
         )
         if self.clip_global_norm is not None:
             _positive_number(self.clip_global_norm, "clip_global_norm")
+
+
+# Training keys that shape only the resume state (checkpoints), never the results.
+RESUME_ONLY_KEYS = ("checkpoint_every", "keep_checkpoints")
 
 
 @dataclasses.dataclass(frozen=True)

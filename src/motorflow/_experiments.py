@@ -17,9 +17,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+import equinox as eqx
 import jax
 
-from ._config import ConfigError, ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
+from ._config import (
+    RESUME_ONLY_KEYS,
+    ConfigError,
+    ModelConfig,
+    TaskConfig,
+    TrainConfig,
+    check_model_fits_task,
+)
 from ._ensemble import build_model
 from ._tasks import ReachTask
 from ._trainable import trainable_filter
@@ -42,13 +50,35 @@ def _digest(value: Any, length: int = 10) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
 
 
+MAX_NAME_LENGTH = 64
+MAX_EXPERIMENTS = 1000
+# Folders of results/ that are not experiments.
+RESERVED_NAMES = ("trials", "figures", "logs", "benchmarks")
+
+
 def check_name(name: Any, path: str) -> None:
-    """Names become paths: only letters, digits, ``_`` and ``-`` are allowed."""
+    """Names become paths: only letters, digits, ``_`` and ``-``, at most 64 characters."""
     if not isinstance(name, str) or not NAME.match(name):
         raise ConfigError(
             path,
             f"{name!r} is not a valid name: use only letters, digits, '_' and '-' "
             "(names become file paths)",
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            path,
+            f"{name[:20]!r}... is {len(name)} characters long; names have at most "
+            f"{MAX_NAME_LENGTH} (they become file paths)",
+        )
+
+
+def _check_experiment_name(name: str, path: str) -> None:
+    check_name(name, path)
+    if name in RESERVED_NAMES:
+        raise ConfigError(
+            path,
+            f"{name!r} is the name of a folder of results/ ({', '.join(RESERVED_NAMES)}); "
+            "give the experiment another name",
         )
 
 
@@ -80,6 +110,26 @@ class Experiment:
     def dataset(self) -> str:
         """Name of the trial-spec dataset: the task name and a digest of its spec."""
         return f"{self.task_name}-{_digest(self.dataset_spec())}"
+
+    def train_settings(self) -> dict[str, Any]:
+        """Every setting the train stage's result depends on (not the checkpoint cadence).
+
+        The train rule's params are exactly these, so Snakemake retrains when one of
+        them changes and never otherwise.
+        """
+        train = self.train.to_dict()
+        for name in RESUME_ONLY_KEYS:
+            train.pop(name)
+        return {
+            "task": self.task.to_dict(),
+            "model": self.model.to_dict(),
+            "training": train,
+            "seed": self.seed,
+        }
+
+    def evaluate_settings(self) -> dict[str, Any]:
+        """The settings the evaluate stage reads beside the trained model."""
+        return {"task": self.task.to_dict(), "seed": self.seed}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,7 +180,7 @@ def _mapping(config: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any
 
 
 def _resolve_one(config: Mapping[str, Any], name: str, spec: Any, path: str) -> Experiment:
-    check_name(name, path)
+    _check_experiment_name(name, path)
     if not isinstance(spec, Mapping):
         raise ConfigError(path, f"must be a mapping with keys {', '.join(EXPERIMENT_KEYS)}")
     unknown = sorted(set(spec) - set(EXPERIMENT_KEYS))
@@ -171,9 +221,13 @@ def _resolve_one(config: Mapping[str, Any], name: str, spec: Any, path: str) -> 
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
         raise ConfigError(f"{path}.seed", f"must be an integer in [0, 2**31), got {seed!r}")
     check_model_fits_task(blocks["model"], blocks["task"], path)
-    # Trainable paths name parts of the model: check them on a model built from the config.
-    model = build_model(
-        blocks["model"], n_task_inputs=ReachTask(blocks["task"]).n_inputs, key=jax.random.key(0)
+    # Trainable paths name parts of the model: check them on the model's shapes, which
+    # computes nothing (so the Snakemake controller never starts an accelerator).
+    model = eqx.filter_eval_shape(
+        build_model,
+        blocks["model"],
+        n_task_inputs=ReachTask(blocks["task"]).n_inputs,
+        key=jax.eval_shape(lambda: jax.random.key(0)),
     )
     trainable_filter(model, blocks["training"].trainable, f"{path}.training.trainable")
     return Experiment(
@@ -226,6 +280,15 @@ def _expand_sweep(
             raise ConfigError(
                 f"{path}.grid.{setting}", f"must be a non-empty list of values, got {values!r}"
             )
+    size = 1
+    for values in grid.values():
+        size *= len(values)
+    if size > MAX_EXPERIMENTS:
+        raise ConfigError(
+            f"{path}.grid",
+            f"expands to {size:,} experiments; a config has at most {MAX_EXPERIMENTS:,} "
+            "(split the sweep or shorten its lists)",
+        )
     expanded: dict[str, dict[str, Any]] = {}
     base = experiments[base_name]
     settings = list(grid)
@@ -253,11 +316,8 @@ def _expand_sweep(
     return expanded
 
 
-def resolve_experiments(config: Mapping[str, Any]) -> dict[str, Experiment]:
-    """All experiments of a workflow config, sweeps expanded, in a stable order.
-
-    Raises :class:`ConfigError` naming the key path of the first problem found.
-    """
+def _experiment_specs(config: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Every experiment's (config path, spec), sweeps expanded, names checked."""
     for section in ("tasks", "models", "trainings"):
         for name in _mapping(config, section, section):
             check_name(name, f"{section}.{name}")
@@ -278,4 +338,41 @@ def resolve_experiments(config: Mapping[str, Any]) -> dict[str, Experiment]:
             specs[name] = (f"{path} (as {name})", spec)
     if not specs:
         raise ConfigError("experiments", "no experiments are defined; add at least one")
+    if len(specs) > MAX_EXPERIMENTS:
+        raise ConfigError(
+            "sweeps",
+            f"the config defines {len(specs):,} experiments; at most {MAX_EXPERIMENTS:,} "
+            "are allowed",
+        )
+    return specs
+
+
+def resolve_experiments(config: Mapping[str, Any]) -> dict[str, Experiment]:
+    """All experiments of a workflow config, sweeps expanded, in a stable order.
+
+    Raises :class:`ConfigError` naming the key path of the first problem found.
+    Computes nothing with JAX (model shapes only), so it starts no accelerator.
+    """
+    specs = _experiment_specs(config)
     return {name: _resolve_one(config, name, spec, path) for name, (path, spec) in specs.items()}
+
+
+def resolve_experiment(config: Mapping[str, Any], name: str) -> Experiment:
+    """The experiment `name` of a workflow config (a sweep's point included)."""
+    specs = _experiment_specs(config)
+    if name not in specs:
+        raise ConfigError(
+            "experiments", f"no experiment is named {name!r}; defined: {', '.join(specs)}"
+        )
+    path, spec = specs[name]
+    return _resolve_one(config, name, spec, path)
+
+
+def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as ``{"a.b.c": leaf}`` (lists are leaves), in sorted key order."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key in sorted(value):
+        flat.update(flatten_settings(value[key], f"{prefix}.{key}" if prefix else str(key)))
+    return flat

@@ -23,8 +23,8 @@ class FeedbackChannel(eqx.Module):
     - `noise_std`: std of the additive Gaussian noise on every channel.
     """
 
-    delay: int
-    noise_std: float
+    delay: int = eqx.field(static=True)
+    noise_std: float = eqx.field(static=True)
 
     def init(self, observation: Float[Array, " feedback"]) -> Float[Array, "delay feedback"]:
         """A queue filled with `observation`."""

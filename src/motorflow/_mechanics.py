@@ -32,9 +32,9 @@ class PointMass(eqx.Module):
     - `dt`: the Euler step in seconds.
     """
 
-    mass: float
-    damping: float
-    dt: float
+    mass: float = eqx.field(static=True)
+    damping: float = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
 
     def init(self, pos: Float[Array, 2], vel: Float[Array, 2]) -> MechanicsState:
         """The state at rest under zero force at `pos` moving with `vel`."""

@@ -23,7 +23,7 @@ class Network(eqx.Module):
 
     cell: AbstractCell
     readout: eqx.nn.Linear
-    hidden_noise_std: float
+    hidden_noise_std: float = eqx.field(static=True)
 
     def __call__(
         self,

@@ -6,12 +6,14 @@ these calls, so every stage can also be run (and tested) without Snakemake.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
+from ._checkpoint import CheckpointStore
 from ._config import TaskConfig
 from ._ensemble import make_ensemble
 from ._evaluate import evaluate
@@ -37,7 +39,9 @@ from ._store import (
     write_trials,
 )
 from ._tasks import ReachTask
-from ._train import train
+from ._train import run_fingerprint, run_id, train
+
+logger = logging.getLogger("motorflow")
 
 
 def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path: Path) -> None:
@@ -70,7 +74,14 @@ def train_experiment(
     checkpoint_dir: Path,
     progress: bool = True,
 ) -> None:
-    """Train (or resume) one experiment; write the final model and its history."""
+    """Train (or resume) one experiment; write the final model and its history.
+
+    The checkpoint store remembers which run's results the outputs hold. When the
+    stage runs again for that very run (its outputs were in place, so the rerun was
+    forced, e.g. ``snakemake -R train``), it trains from the first batch rather than
+    returning the finished checkpoint; any other run resumes its own checkpoints, so
+    reverting a config edit restores the earlier results without retraining.
+    """
     trials = read_trials(trials_path)
     validation = read_center_out(eval_path)
     task = ReachTask(experiment.task)
@@ -81,6 +92,19 @@ def train_experiment(
         n_task_inputs=task.n_inputs,
         key=keys["init"],
     )
+    store = CheckpointStore(checkpoint_dir)
+    identity = run_id(
+        run_fingerprint(
+            ensemble, trials, task, experiment.train, key=keys["train"], validation=validation
+        )
+    )
+    forced = store.outputs_from == identity
+    if forced:
+        logger.info(
+            "The outputs already held this configuration's results, so this run was "
+            "forced: training from the first batch."
+        )
+    store.record_outputs(None)
     result = train(
         ensemble,
         trials,
@@ -90,14 +114,18 @@ def train_experiment(
         checkpoint_dir=checkpoint_dir,
         validation=validation,
         progress=progress,
+        restart=forced,
     )
     history = history_dataset(
         result.history,
         log_every=experiment.train.log_every,
-        attrs=json_attrs({"experiment": experiment.to_dict()}),
+        # What the result depends on, so the store is the same whatever the cadence.
+        attrs=json_attrs({"experiment": {"name": experiment.name, **experiment.train_settings()}}),
     )
     write_dataset(history, history_path)
     save_ensemble(model_path, result.ensemble, experiment.model, n_task_inputs=task.n_inputs)
+    store.record_outputs(result.run_id)
+    logger.info("Wrote the model to %s and the history to %s", model_path, history_path)
 
 
 def evaluate_experiment(

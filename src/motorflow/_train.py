@@ -7,7 +7,6 @@ records history, measures the validation loss, logs, and checkpoints.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -20,11 +19,12 @@ import numpy as np
 from jaxtyping import Array, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
-from ._checkpoint import Checkpoints
-from ._config import TrainConfig
+from ._checkpoint import Checkpoints, CheckpointStore
+from ._config import RESUME_ONLY_KEYS, TrainConfig
 from ._ensemble import n_replicates
 from ._faults import kill_point
 from ._history import History, empty_history, validation_steps
+from ._identity import code_version, json_digest, tree_digest
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
 from ._sharding import ReplicateLayout
@@ -52,21 +52,35 @@ class TrainState(eqx.Module):
 
 
 class TrainResult(eqx.Module):
-    """The trained ensemble, its history and the final train state."""
+    """The trained ensemble, its history, the final train state and the run's identity."""
 
     ensemble: Any
     history: History
     state: TrainState
+    run_id: str = eqx.field(static=True)
 
 
 class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or infinite; training stopped before that update."""
+    """Training diverged: a loss or a parameter became NaN or infinite.
 
-    def __init__(self, *, batch: int, replicates: list[int], terms: list[str], resume_hint: str):
-        self.batch, self.replicates, self.terms = batch, replicates, terms
+    Training stops before anything is written from the non-finite state; `what`
+    says where it was seen (training loss, validation loss or parameters).
+    """
+
+    def __init__(
+        self,
+        *,
+        batch: int,
+        replicates: list[int],
+        terms: list[str],
+        resume_hint: str,
+        what: str = "training loss",
+    ):
+        self.batch, self.replicates, self.terms, self.what = batch, replicates, terms, what
+        where = "loss term(s)" if what != "parameters" else "in"
         super().__init__(
-            f"Non-finite training loss at batch {batch} in replicate(s) "
-            f"{', '.join(map(str, replicates))}, loss term(s) {', '.join(terms)}; "
+            f"Non-finite {what} at batch {batch} in replicate(s) "
+            f"{', '.join(map(str, replicates))}, {where} {', '.join(terms)}; "
             f"training stopped. {resume_hint} Running again unchanged would diverge "
             "again: lower optimizer.learning_rate, set optimizer.clip_global_norm or "
             "reduce the noise, then run again (with changed settings training starts "
@@ -117,6 +131,7 @@ class Trainer:
         self.schedule = learning_rate_schedule(config.optimizer, config.n_batches)
         self.run_chunk = jax.jit(self._chunk)
         self.validate = jax.jit(self._validate)
+        self.finite_params = jax.jit(_finite_per_replicate)
 
     def init(self, key: PRNGKeyArray) -> TrainState:
         """The state before the first batch; `key` seeds the per-batch noise."""
@@ -223,17 +238,47 @@ def _check_trials(trials: Trials, config: TrainConfig) -> None:
             )
 
 
-def _digest(tree: Any) -> str:
-    sha = hashlib.sha256()
-    for leaf in jax.tree.leaves(tree):
-        array = np.asarray(jax.random.key_data(leaf) if _is_key(leaf) else leaf)
-        sha.update(f"{array.dtype}{array.shape}".encode())
-        sha.update(np.ascontiguousarray(array).tobytes())
-    return sha.hexdigest()
+def run_fingerprint(
+    ensemble: eqx.Module,
+    trials: Trials,
+    task: ReachTask,
+    config: TrainConfig,
+    *,
+    key: PRNGKeyArray,
+    validation: CenterOut | None = None,
+) -> dict[str, Any]:
+    """Everything a training run's result depends on, as plain values.
+
+    The initial ensemble's structure with its settings (static fields) and arrays,
+    the trial specs, the validation set, the key, the training config except the
+    checkpoint cadence and retention (which only shape the resume state), the task,
+    and the library's code version. Its digest is the run's identity (:func:`run_id`).
+    """
+    validation_trials = (task.eval_trials() if validation is None else validation).trials
+    train_config = config.to_dict()
+    for name in RESUME_ONLY_KEYS:
+        train_config.pop(name)
+    return {
+        "train": train_config,
+        "task": task.config.to_dict(),
+        "initial_ensemble": tree_digest(ensemble),
+        "trials": tree_digest(jax.tree.map(np.asarray, trials)),
+        "validation": tree_digest(validation_trials),
+        "key": tree_digest(key),
+        "code": code_version(),
+    }
 
 
-def _is_key(leaf: Any) -> bool:
-    return isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+def run_id(fingerprint: dict[str, Any]) -> str:
+    """The identity of a training run: the digest of its :func:`run_fingerprint`."""
+    return json_digest(fingerprint)
+
+
+def _finite_per_replicate(params: Any) -> Array:
+    """Whether every parameter of each replicate is finite, `(replicate,)`."""
+    leaves = [x for x in jax.tree.leaves(params) if eqx.is_inexact_array(x)]
+    per_leaf = [jnp.all(jnp.isfinite(x.reshape(x.shape[0], -1)), axis=1) for x in leaves]
+    return jnp.all(jnp.stack(per_leaf), axis=0)
 
 
 def _format_losses(losses: dict[str, np.ndarray]) -> str:
@@ -251,8 +296,9 @@ def train(
     validation: CenterOut | None = None,
     progress: bool = True,
     on_log: Callable[[int, History], None] | None = None,
+    restart: bool = False,
 ) -> TrainResult:
-    """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds a run.
+    """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds this run.
 
     **Arguments:**
 
@@ -262,16 +308,21 @@ def train(
     - `task`: the task (inputs, validation set).
     - `config`: the training config.
     - `key`: seeds the per-batch noise and the validation noise.
-    - `checkpoint_dir`: where to checkpoint (every ``checkpoint_every`` batches and at
-      the end) and resume from; None trains without checkpoints.
+    - `checkpoint_dir`: a :class:`CheckpointStore` to checkpoint into (every
+      ``checkpoint_every`` batches and at the end) and resume from; None trains
+      without checkpoints. Only checkpoints of the identical run (same
+      :func:`run_fingerprint`) are resumed; those of other runs are kept there for
+      a while and never applied to this one.
     - `validation`: the validation set; by default the task's center-out set.
     - `progress`: show a progress bar.
     - `on_log`: called after each validation step (and its checkpoint, if any) with
       the number of batches done and the history so far.
+    - `restart`: discard this run's checkpoints and train from the first batch.
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
-    Raises :class:`NonFiniteLossError` when a loss becomes NaN/inf; the newest
-    checkpoint before it is kept.
+    Raises :class:`NonFiniteLossError` when a loss or a parameter becomes NaN/inf;
+    nothing is checkpointed from a non-finite state and the newest checkpoint before
+    it is kept.
     """
     _check_trials(trials, config)
     trainer = Trainer(ensemble, task, config)
@@ -286,19 +337,24 @@ def train(
     host_trials = jax.tree.map(np.asarray, trials)
     validation_trials = (task.eval_trials() if validation is None else validation).trials
     steps = validation_steps(config.n_batches, config.log_every)
-    fingerprint = {
-        "train": config.to_dict(),
-        "task": task.config.to_dict(),
-        "key": _digest(key),
-        "initial_ensemble": _digest(eqx.filter(ensemble, eqx.is_array)),
-        "trials": _digest(host_trials),
-        "validation": _digest(validation_trials),
-    }
-    checkpoints = (
-        Checkpoints(checkpoint_dir, fingerprint=fingerprint, keep=config.keep_checkpoints)
-        if checkpoint_dir is not None
-        else None
+    fingerprint = run_fingerprint(
+        ensemble, host_trials, task, config, key=key, validation=validation
     )
+    identity = run_id(fingerprint)
+    checkpoints = None
+    if checkpoint_dir is not None:
+        store = CheckpointStore(checkpoint_dir)
+        others = [run for run in store.runs() if run != identity[:16]]
+        if others:
+            logger.info(
+                "%s holds the checkpoints of %d other configuration(s); they are kept "
+                "(for reverting an edit) and never applied to this one.",
+                store.directory,
+                len(others),
+            )
+        checkpoints = store.open(
+            identity, fingerprint=fingerprint, keep=config.keep_checkpoints, fresh=restart
+        )
     try:
         done = 0
         restored = (
@@ -307,13 +363,34 @@ def train(
             else None
         )
         if restored is not None:
-            _, state, history = restored
+            _, state, restored_history = restored
+            # Restored mappings come back in sorted key order; keep the loss terms' order.
+            history = _in_order_of(history, restored_history)
             done = int(state.step)
-            logger.info("Resuming from the checkpoint at batch %d in %s", done, checkpoint_dir)
-        if done == 0:
-            _record_validation(
-                history, 0, trainer.validate(state.params, validation_trials, validation_key)
+            if done == config.n_batches:
+                logger.info(
+                    "This configuration finished training earlier (checkpoint at batch %d in "
+                    "%s); its results are written without training again.",
+                    done,
+                    checkpoints.directory,
+                )
+            else:
+                logger.info(
+                    "Resuming from the checkpoint at batch %d in %s", done, checkpoints.directory
+                )
+        elif checkpoints is not None:
+            logger.info(
+                "Training from the first batch; checkpoints go to %s", checkpoints.directory
             )
+        if done == 0:
+            initial = trainer.validate(state.params, validation_trials, validation_key)
+            _raise_if_non_finite(
+                jax.tree.map(lambda v: np.asarray(v)[None], initial),
+                0,
+                checkpoints,
+                what="validation loss",
+            )
+            _record_validation(history, 0, initial)
         bar = tqdm(
             total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
         )
@@ -328,11 +405,23 @@ def train(
                 )
                 losses = jax.tree.map(np.asarray, losses)
                 _raise_if_non_finite(losses, start, checkpoints)
+                _raise_if_non_finite_params(
+                    np.asarray(trainer.finite_params(new_state.params)), stop - 1, checkpoints
+                )
+                val_losses = jax.tree.map(
+                    np.asarray,
+                    trainer.validate(new_state.params, validation_trials, validation_key),
+                )
+                _raise_if_non_finite(
+                    jax.tree.map(lambda v: v[None], val_losses),
+                    stop,
+                    checkpoints,
+                    what="validation loss",
+                )
                 state = new_state
                 for name, value in losses.items():
                     history["loss"][name][start:stop] = value
                 history["learning_rate"][start:stop] = np.asarray(lr)
-                val_losses = trainer.validate(state.params, validation_trials, validation_key)
                 _record_validation(history, int(np.searchsorted(steps, stop)), val_losses)
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{float(np.mean(losses['total'][-1])):.3g}")
@@ -341,7 +430,7 @@ def train(
                     stop,
                     config.n_batches,
                     _format_losses({k: v[-1] for k, v in losses.items()}),
-                    _format_losses(jax.tree.map(np.asarray, val_losses)),
+                    _format_losses(val_losses),
                 )
                 if checkpoints is not None and (
                     stop % config.checkpoint_every == 0 or stop == config.n_batches
@@ -358,7 +447,16 @@ def train(
     finally:
         if checkpoints is not None:
             checkpoints.close()
-    return TrainResult(ensemble=trainer.ensemble(state.params), history=history, state=state)
+    return TrainResult(
+        ensemble=trainer.ensemble(state.params), history=history, state=state, run_id=identity
+    )
+
+
+def _in_order_of(template: Any, tree: Any) -> Any:
+    """`tree`'s values, with every mapping's keys in the order of `template`'s."""
+    if isinstance(template, dict):
+        return {key: _in_order_of(value, tree[key]) for key, value in template.items()}
+    return tree
 
 
 def _batches(trials: Trials, start: int, stop: int) -> Trials:
@@ -371,10 +469,26 @@ def _record_validation(history: History, index: int, validation: dict[str, Array
         history["validation"][name][index] = np.asarray(value)
 
 
+def _resume_hint(checkpoints: Checkpoints | None) -> str:
+    if checkpoints is None:
+        return "No checkpoints were being written."
+    latest = checkpoints.latest_step()
+    if latest is None:
+        return f"No checkpoint had been written yet in {checkpoints.directory}."
+    return f"The last good checkpoint (batch {latest}) is kept in {checkpoints.directory}."
+
+
 def _raise_if_non_finite(
-    losses: dict[str, np.ndarray], start: int, checkpoints: Checkpoints | None
+    losses: dict[str, np.ndarray],
+    start: int,
+    checkpoints: Checkpoints | None,
+    *,
+    what: str = "training loss",
 ) -> None:
-    bad = ~np.isfinite(losses["total"])  # (chunk, replicate)
+    """Raise for the first batch of `losses` (`(chunk, replicate)` per term) that is not finite."""
+    bad = ~np.isfinite(losses["total"])
+    for name, value in losses.items():
+        bad |= ~np.isfinite(value)
     if not bad.any():
         return
     offset = int(np.argmax(bad.any(axis=1)))
@@ -384,15 +498,25 @@ def _raise_if_non_finite(
         for name, value in losses.items()
         if name != "total" and not np.isfinite(value[offset]).all()
     ] or ["total"]
-    if checkpoints is None:
-        hint = "No checkpoints were being written."
-    else:
-        latest = checkpoints.latest_step()
-        hint = (
-            f"The last good checkpoint (batch {latest}) is kept in {checkpoints.directory}."
-            if latest is not None
-            else f"No checkpoint had been written yet in {checkpoints.directory}."
-        )
     raise NonFiniteLossError(
-        batch=start + offset, replicates=replicates, terms=terms, resume_hint=hint
+        batch=start + offset,
+        replicates=replicates,
+        terms=terms,
+        resume_hint=_resume_hint(checkpoints),
+        what=what,
+    )
+
+
+def _raise_if_non_finite_params(
+    finite: np.ndarray, batch: int, checkpoints: Checkpoints | None
+) -> None:
+    """Raise when the update of `batch` left some replicate's parameters non-finite."""
+    if finite.all():
+        return
+    raise NonFiniteLossError(
+        batch=batch,
+        replicates=[int(r) for r in np.flatnonzero(~finite)],
+        terms=["the trainable parameters"],
+        resume_hint=_resume_hint(checkpoints),
+        what="parameters",
     )

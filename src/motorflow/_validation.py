@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,6 +32,8 @@ def _message(error: jsonschema.ValidationError) -> str:
             f"{error.instance!r} is not a sweep setting: use 'seed' or a dotted path "
             "starting with task., model. or training. (e.g. model.feedback.noise_std)"
         )
+    if _names_a_key(error) and error.validator == "maxLength":
+        return f"names have at most {error.validator_value} characters (they become file paths)"
     if _names_a_key(error):
         return (
             f"{error.instance!r} is not a valid name: use only letters, digits, '_' and '-' "
@@ -69,8 +72,21 @@ def check_resources(resources: Mapping[str, Any]) -> None:
             )
 
 
+def check_finite(value: Any, path: str = "") -> None:
+    """Every number in the config is finite: NaN and infinities are never settings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path or "(top level)", f"must be a finite number, got {value!r}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_finite(item, f"{path}[{index}]")
+
+
 def check_config(config: Mapping[str, Any], schema: Mapping[str, Any]) -> dict[str, Experiment]:
     """Schema, then meaning (references, sizes, names): the experiments, or a ConfigError."""
+    check_finite(config)
     check_schema(config, schema)
     check_resources(config.get("resources", {}))
     return resolve_experiments(config)

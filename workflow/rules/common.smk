@@ -1,20 +1,28 @@
 # Config validation, experiment expansion and the input/params functions of the rules.
-import hashlib
 import re
 from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
+from snakemake.utils import update_config, validate
 
 import motorflow as mf
-from motorflow import canonical_json
 
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 
-# Our own check first, for one message naming the key path; then Snakemake's
-# validate, which fills in the defaults of the top-level sections.
+# The config files (--configfile, else the default) are read again by motorflow's
+# own loader, which refuses duplicate keys, aliases, tags and templating, and
+# reads 1e-3 as a number; `--config KEY=VALUE` overrides them as in Snakemake.
+CONFIG_FILES = workflow.config_settings.configfiles or [Path("config/config.yaml")]
 try:
+    loaded = {}
+    for path in CONFIG_FILES:
+        update_config(loaded, mf.load_config_file(path))
+    update_config(loaded, dict(workflow.config_settings.config))
+    config.clear()
+    config.update(loaded)
+    # Our own check first, for one message naming the key path; then Snakemake's
+    # validate, which fills in the defaults of the top-level sections.
     EXPERIMENTS = mf.check_config(config, yaml.safe_load(SCHEMA.read_text()))
 except mf.ConfigError as error:
     raise WorkflowError(
@@ -33,17 +41,27 @@ wildcard_constraints:
     dataset="|".join(map(re.escape, DATASETS)),
 
 
-def _code_fingerprint():
-    """Digest of the library's source, so library edits can rerun training (opt-in)."""
-    digest = hashlib.sha256()
-    package = Path(mf.__file__).parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+# The settings each job depends on, one param per setting (see `setting_params`).
+JOB_SETTINGS = mf.job_settings(config, EXPERIMENTS)
 
 
-CODE = _code_fingerprint() if config["track_code"] else None
+def setting_params(rule, wildcard=None):
+    """One param per setting the rule's job depends on, valued "key=value".
+
+    Snakemake reruns a job when the set of its params changes, and its dry-run
+    reason then lists just the changed settings with their old and new values.
+    """
+    jobs = {key: flat for (name, key), flat in JOB_SETTINGS.items() if name == rule}
+    names = sorted(set().union(*(flat.keys() for flat in jobs.values())))
+
+    def param(name):
+        def value(wildcards):
+            flat = jobs[wildcards[wildcard] if wildcard else ""]
+            return mf.setting_param(name, flat.get(name))
+
+        return value
+
+    return {name.replace(".", "__"): param(name) for name in names}
 
 
 def dataset_of(wildcards):
@@ -52,38 +70,6 @@ def dataset_of(wildcards):
 
 def trials_store(kind):
     return lambda wildcards: f"{RESULTS}/trials/{dataset_of(wildcards)}/{kind}.zarr"
-
-
-def dataset_params(wildcards):
-    return canonical_json(DATASETS[wildcards.dataset])
-
-
-def train_params(wildcards):
-    # checkpoint_every and keep_checkpoints shape the resume state, not the results.
-    experiment = EXPERIMENTS[wildcards.experiment].to_dict()
-    for key in ("checkpoint_every", "keep_checkpoints"):
-        experiment["train"].pop(key)
-    return canonical_json({"experiment": experiment, "code": CODE})
-
-
-def experiment_json(wildcards):
-    return canonical_json(EXPERIMENTS[wildcards.experiment].to_dict())
-
-
-def evaluate_params(wildcards):
-    experiment = EXPERIMENTS[wildcards.experiment]
-    return canonical_json(
-        {
-            "task": experiment.task.to_dict(),
-            "seed": experiment.seed,
-            "goal_radius": config["evaluation"]["goal_radius"],
-            "code": CODE,
-        }
-    )
-
-
-def figure_params(wildcards):
-    return canonical_json(FIGURES)
 
 
 # Job sizes per stage; `resources.<stage>` in the config overrides any of them.

@@ -15,9 +15,6 @@ rule evaluate:
     resources:
         **job_resources("evaluate"),
     params:
-        spec=evaluate_params,
-        experiment=experiment_json,
-        goal_radius=config["evaluation"]["goal_radius"],
-        jax_cache=config["jax_cache_dir"],
+        **setting_params("evaluate", "experiment"),
     script:
         "../scripts/evaluate.py"

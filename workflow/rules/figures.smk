@@ -28,7 +28,7 @@ rule experiment_figures:
     resources:
         **job_resources("figures"),
     params:
-        figures=figure_params,
+        **setting_params("experiment_figures", "experiment"),
     script:
         "../scripts/experiment_figures.py"
 
@@ -50,7 +50,6 @@ rule comparison_figure:
     resources:
         **job_resources("figures"),
     params:
-        figures=figure_params,
-        experiments=list(EXPERIMENTS),
+        **setting_params("comparison_figure"),
     script:
         "../scripts/comparison_figure.py"

@@ -1,5 +1,9 @@
 rule train:
-    """Train one experiment's ensemble; resumes from results/{experiment}/checkpoints/."""
+    """Train one experiment's ensemble; resumes from results/{experiment}/checkpoints/.
+
+    The checkpoints are not an output: Snakemake deletes the outputs of failed jobs,
+    and the resume state must survive a killed job.
+    """
     input:
         trials=trials_store("train"),
         eval=trials_store("eval"),
@@ -13,12 +17,10 @@ rule train:
     threads: stage_threads("train")
     resources:
         **job_resources("train"),
+    # Exactly the settings the trained result depends on: the checkpoint cadence,
+    # the cache directory and the job's resources are read from the config by the
+    # script, so editing them reruns nothing.
     params:
-        spec=train_params,
-        experiment=experiment_json,
-        # Not an output: Snakemake deletes the outputs of failed jobs, and this
-        # directory must survive a killed job so that the rerun can resume.
-        checkpoints=lambda wildcards: f"{RESULTS}/{wildcards.experiment}/checkpoints",
-        jax_cache=config["jax_cache_dir"],
+        **setting_params("train", "experiment"),
     script:
         "../scripts/train.py"

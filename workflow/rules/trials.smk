@@ -9,7 +9,6 @@ rule trials:
     resources:
         **job_resources("trials"),
     params:
-        spec=dataset_params,
-        jax_cache=config["jax_cache_dir"],
+        **setting_params("trials", "dataset"),
     script:
         "../scripts/trials.py"

@@ -1,7 +1,5 @@
 """Snakemake adapter: figures of one experiment (reads only Zarr outputs)."""
 
-import json
-
 import motorflow as mf
 
 with mf.stage_logging(snakemake.log[0]):  # noqa: F821
@@ -11,6 +9,6 @@ with mf.stage_logging(snakemake.log[0]):  # noqa: F821
         loss_path=snakemake.output.loss,  # noqa: F821
         trajectories_path=snakemake.output.trajectories,  # noqa: F821
         speed_path=snakemake.output.speed,  # noqa: F821
-        options=json.loads(snakemake.params.figures),  # noqa: F821
+        options=snakemake.config["figures"],  # noqa: F821
         title=snakemake.wildcards.experiment,  # noqa: F821
     )

@@ -1,0 +1,277 @@
+"""Every config edit changes the params of exactly the jobs whose results depend on it.
+
+The rule params are the settings `mf.job_settings` gives each job (one param per
+setting), so Snakemake reruns a job exactly when one of them changes;
+`test_edits_workflow.py` checks with the real `snakemake` that it does, and that
+the rerun equals a fresh run.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from snakemake.utils import validate
+from workflow_helpers import REPO, at, tiny_config
+
+import motorflow as mf
+
+SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
+SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
+BOTH = ("quiet", "noisy")
+
+
+def settings_of(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    experiments = mf.check_config(config, SCHEMA)
+    validate(config, str(SCHEMA_PATH))  # fills the top-level defaults, as the Snakefile does
+    return mf.job_settings(config, experiments)
+
+
+def changed_jobs(before: dict, after: dict) -> set[str]:
+    """`rule:wildcard` of every job of `after` that is new or whose settings changed."""
+    old, new = settings_of(before), settings_of(after)
+    return {
+        f"{rule}:{'*' if rule == 'trials' else name}"
+        for (rule, name), settings in new.items()
+        if old.get((rule, name)) != settings
+    }
+
+
+def jobs(*rules, experiments=BOTH) -> set[str]:
+    out = set()
+    for rule in rules:
+        if rule == "trials":
+            out.add("trials:*")
+        elif rule == "comparison_figure":
+            out.add("comparison_figure:")
+        else:
+            out |= {f"{rule}:{name}" for name in experiments}
+    return out
+
+
+TASK = jobs("trials", "train", "evaluate")  # the task: every stage that reads it
+DATA = jobs("trials", "train")  # training data; evaluation reruns on the new model (its input)
+TRAIN = jobs("train")
+NOTHING: set[str] = set()
+FIGURES = jobs("experiment_figures", "comparison_figure")
+
+
+def rename_training(config):
+    config["trainings"]["fast"] = config["trainings"].pop("quick")
+    for experiment in config["experiments"].values():
+        experiment["training"] = "fast"
+
+
+def add_experiment(config):
+    config["experiments"]["extra"] = {"task": "reach", "model": "small", "training": "quick"}
+
+
+def add_sweep(config):
+    config["sweeps"] = {"lr": {"experiment": "quiet", "grid": {"seed": [3]}}}
+
+
+CORPUS = {
+    # task (named block shared by both experiments)
+    "task n_steps": (at("tasks.reach.n_steps", 12), TASK),
+    "task workspace": (at("tasks.reach.workspace", [[-0.5, -0.5], [0.5, 0.5]]), TASK),
+    "task eval directions": (at("tasks.reach.eval.n_directions", 6), TASK),
+    "task eval distances": (at("tasks.reach.eval.distances", [0.25, 0.5]), TASK),
+    "task eval center": (at("tasks.reach.eval.center", [0.1, 0.0]), TASK),
+    # model: mechanics, network, feedback; every setting without weights
+    "model dt": (at("models.small.dt", 0.04), TRAIN),
+    "model mass": (at("models.small.mechanics.mass", 2.0), TRAIN),
+    "model damping": (at("models.small.mechanics.damping", 0.5), TRAIN),
+    "model cell": (at("models.small.network.cell", "rnn"), TRAIN),
+    "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),
+    "model tau": (at("models.small.network.tau", 0.2), TRAIN),
+    "model hidden noise": (at("models.small.network.hidden_noise_std", 0.02), TRAIN),
+    "model feedback delay": (at("models.small.feedback.delay", 2), TRAIN),
+    # noisy overrides the noise, so only quiet sees the block's value
+    "model feedback noise": (at("models.small.feedback.noise_std", 0.05), {"train:quiet"}),
+    "override of one experiment": (
+        at("experiments.noisy.override.model.feedback.noise_std", 0.2),
+        {"train:noisy"},
+    ),
+    # training
+    "replicates": (at("trainings.quick.n_replicates", 3), DATA),
+    "batches": (at("trainings.quick.n_batches", 30), DATA),
+    "batch size": (at("trainings.quick.batch_size", 4), DATA),
+    "shared trials": (at("trainings.quick.shared_trials", True), DATA),
+    "trainable": (at("trainings.quick.trainable", ["network.readout"]), TRAIN),
+    "optimizer name": (at("trainings.quick.optimizer.name", "sgd"), TRAIN),
+    "learning rate": (at("trainings.quick.optimizer.learning_rate", 0.02), TRAIN),
+    "weight decay": (at("trainings.quick.optimizer.weight_decay", 0.01), TRAIN),
+    "momentum": (at("trainings.quick.optimizer.momentum", 0.9), TRAIN),
+    "clipping": (at("trainings.quick.optimizer.clip_global_norm", 1.0), TRAIN),
+    "schedule": (at("trainings.quick.optimizer.schedule", {"kind": "exponential"}), TRAIN),
+    "warm-up": (at("trainings.quick.optimizer.schedule.warmup_steps", 5), TRAIN),
+    "end factor": (at("trainings.quick.optimizer.schedule.end_factor", 0.1), TRAIN),
+    "decay rate": (at("trainings.quick.optimizer.schedule.decay_rate", 0.5), TRAIN),
+    "decay steps": (at("trainings.quick.optimizer.schedule.decay_steps", 10), TRAIN),
+    "loss weight": (at("trainings.quick.loss.effort.weight", 0.1), TRAIN),
+    "loss discount": (at("trainings.quick.loss.position.discount_power", 2), TRAIN),
+    "log cadence": (at("trainings.quick.log_every", 5), TRAIN),
+    "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
+    # evaluation and figures
+    "goal radius": (at("evaluation.goal_radius", 0.1), jobs("evaluate")),
+    "figure dpi": (at("figures.dpi", 50), FIGURES),
+    "figure replicates": (at("figures.max_replicates", 1), FIGURES),
+    "figure format": (at("figures.format", "pdf"), FIGURES),
+    "library code tracked": (at("track_code", True), jobs("train", "evaluate")),
+    # what cannot change results reruns nothing
+    "checkpoint cadence": (at("trainings.quick.checkpoint_every", 20), NOTHING),
+    "checkpoint retention": (at("trainings.quick.keep_checkpoints", 5), NOTHING),
+    "cache directory": (at("jax_cache_dir", "elsewhere/cache"), NOTHING),
+    "train resources": (at("resources.train", {"threads": 1, "mem_mb": 999}), NOTHING),
+    "evaluate resources": (at("resources.evaluate", {"runtime": 5}), NOTHING),
+    "a block renamed": (rename_training, NOTHING),
+    "a default written out": (at("models.small.mechanics.mass", 1.0), NOTHING),
+    "a default loss term written out": (at("trainings.quick.loss", {"effort": {}}), NOTHING),
+    "a number written another way": (at("trainings.quick.optimizer.learning_rate", 1e-2), NOTHING),
+    # new experiments add their own jobs and redraw the comparison
+    # (it shares the trial specs of the experiments with its task, data and seed)
+    "an experiment added": (
+        add_experiment,
+        jobs("train", "evaluate", "experiment_figures", experiments=["extra"])
+        | {"comparison_figure:"},
+    ),
+    "a sweep added": (
+        add_sweep,
+        jobs("train", "evaluate", "experiment_figures", experiments=["lr-seed3"])
+        | {"comparison_figure:", "trials:*"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_an_edit_changes_the_params_of_exactly_the_jobs_it_makes_stale(name):
+    edit, expected = CORPUS[name]
+    before = tiny_config()
+    after = copy.deepcopy(before)
+    edit(after)
+    assert changed_jobs(before, after) == expected
+
+
+def _resolved_settings(config: dict) -> dict[str, dict]:
+    return {
+        name: mf.flatten_settings(
+            {"task": exp.task.to_dict(), "model": exp.model.to_dict(), "train": exp.train.to_dict()}
+        )
+        for name, exp in mf.resolve_experiments(config).items()
+    }
+
+
+def test_the_corpus_edits_every_setting_of_every_block():
+    """A new config key must join the corpus: some entry edits each setting of a block."""
+    base = _resolved_settings(tiny_config())
+    edited = set()
+    for edit, _ in CORPUS.values():
+        config = tiny_config()
+        edit(config)
+        for name, flat in _resolved_settings(config).items():
+            edited |= {
+                key for key, value in flat.items() if name in base and base[name][key] != value
+            }
+    every = set(base["quiet"])
+    # One weight and one discount stand for every loss term; one kind of task exists.
+    every = {key for key in every if not key.startswith("train.loss.") or key in edited}
+    every -= {"task.kind"}
+    assert not every - edited, f"settings no corpus edit touches: {sorted(every - edited)}"
+
+
+def test_the_dry_run_reason_names_only_the_changed_setting():
+    config = tiny_config()
+    edited = copy.deepcopy(config)
+    edited["models"]["small"]["feedback"]["delay"] = 3
+    old = settings_of(config)[("train", "quiet")]
+    new = settings_of(edited)[("train", "quiet")]
+    old_params = {mf.setting_param(k, v) for k, v in old.items()}
+    new_params = {mf.setting_param(k, v) for k, v in new.items()}
+    assert old_params - new_params == {"model.feedback.delay=1"}
+    assert new_params - old_params == {"model.feedback.delay=3"}
+
+
+def test_setting_params_read_back_as_the_settings():
+    settings = settings_of(tiny_config())
+    for (rule, _), flat in settings.items():
+        params = [mf.setting_param(k, v) for k, v in flat.items()]
+        assert mf.flatten_settings(mf.parse_setting_params(params)) == flat, rule
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in CORPUS if n.startswith(("task ", "model ", "override"))]
+)
+def test_a_partial_block_changes_only_the_setting_it_names(name):
+    edit, _ = CORPUS[name]
+    config = tiny_config()
+    edit(config)
+    base, edited = _resolved_settings(tiny_config()), _resolved_settings(config)
+    for experiment in base:
+        changed = {k for k, v in edited[experiment].items() if base[experiment][k] != v}
+        assert len(changed) <= 1, (experiment, changed)
+
+
+@pytest.mark.parametrize(
+    ("block", "partial", "kept"),
+    [
+        (
+            "trainings.quick.loss",
+            {"position": {"weight": 2.0}},
+            {
+                "train.loss.position.discount_power": 6.0,
+                "train.loss.effort.weight": 1e-5,
+                "train.loss.hidden.weight": 1e-5,
+                "train.loss.final_velocity.weight": 1.0,
+            },
+        ),
+        (
+            "trainings.quick.optimizer",
+            {"schedule": {"kind": "exponential"}},
+            {
+                "train.optimizer.learning_rate": 0.01,
+                "train.optimizer.schedule.decay_steps": 1000,
+            },
+        ),
+        ("models.small.network", {"cell": "rnn"}, {"model.network.hidden_size": 8}),
+        ("tasks.reach.eval", {"n_directions": 2}, {"task.eval.distances": [0.5]}),
+    ],
+)
+def test_defaults_hold_at_every_key_a_partial_block_leaves_out(block, partial, kept):
+    config = tiny_config()
+    at(block, {**_get(config, block), **partial} if _get(config, block) else partial)(config)
+    settings = _resolved_settings(config)["quiet"]
+    for key, value in kept.items():
+        assert settings[key] == value, key
+
+
+def _get(config, path):
+    node = config
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return {}
+        node = node[key]
+    return node
+
+
+def test_partial_top_level_sections_keep_their_other_defaults():
+    config = tiny_config()
+    config["figures"] = {"dpi": 40}
+    config["evaluation"] = {}
+    validate(config, str(SCHEMA_PATH))
+    assert config["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
+    assert config["evaluation"] == {"goal_radius": 0.05}
+
+
+def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():
+    config = tiny_config()
+    config["trainings"]["quick"]["loss"] = {"effort": {"weight": 0.001}}
+    config["experiments"]["noisy"]["override"]["training"] = {"loss": {"position": {"weight": 2}}}
+    loss = mf.resolve_experiments(config)["noisy"].train.loss.to_dict()
+    assert loss == {
+        "position": {"weight": 2, "discount_power": 6.0},
+        "final_velocity": {"weight": 1.0, "discount_power": 0.0},
+        "effort": {"weight": 0.001, "discount_power": 0.0},
+        "hidden": {"weight": 1e-5, "discount_power": 0.0},
+    }

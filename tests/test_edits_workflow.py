@@ -1,0 +1,240 @@
+"""Incremental == fresh, with the real `snakemake`: after a config edit, exactly the stale
+jobs rerun and every store and model they write equals a from-scratch run's.
+
+One workdir holds an experiment per kind of edit (every model setting without
+weights, one per stage), all edited at once, so one rerun checks them all.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import validate
+from workflow_helpers import (
+    REPO,
+    assert_same_results,
+    make_workdir,
+    planned_jobs,
+    snakemake,
+    write_config,
+)
+
+import motorflow as mf
+
+pytestmark = pytest.mark.workflow
+
+SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
+
+
+def experiment(model=None, training=None, task=None, **spec):
+    override = {
+        block: value
+        for block, value in (("model", model), ("training", training), ("task", task))
+        if value
+    }
+    return {"task": "reach", "model": "noisy", "training": "short", **spec, "override": override}
+
+
+BASE = {
+    "tasks": {"reach": {"n_steps": 10, "eval": {"n_directions": 3}}},
+    "models": {
+        "noisy": {
+            "network": {"hidden_size": 4, "hidden_noise_std": 0.02},
+            "feedback": {"delay": 1, "noise_std": 0.05},
+        }
+    },
+    "trainings": {
+        "short": {
+            "n_replicates": 2,
+            "n_batches": 10,
+            "batch_size": 4,
+            "log_every": 5,
+            "checkpoint_every": 5,
+        }
+    },
+    "experiments": {
+        "same": experiment(),
+        "leaky": experiment(model={"network": {"cell": "leaky"}}),
+        **{
+            name: experiment()
+            for name in ("delay", "fnoise", "hnoise", "mass", "damping", "dt", "cell")
+        },
+        "lr": experiment(),
+        "seed": experiment(),
+        "steps": experiment(),
+    },
+    "resources": {"train": {"threads": 1}},
+}
+
+# Experiment -> its override after the edit; each changes one setting.
+EDITS = {
+    "delay": {"model": {"feedback": {"delay": 2}}},
+    "fnoise": {"model": {"feedback": {"noise_std": 0.1}}},
+    "hnoise": {"model": {"network": {"hidden_noise_std": 0.05}}},
+    "mass": {"model": {"mechanics": {"mass": 1.5}}},
+    "damping": {"model": {"mechanics": {"damping": 0.3}}},
+    "dt": {"model": {"dt": 0.04}},
+    "cell": {"model": {"network": {"cell": "rnn"}}},
+    "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
+    "lr": {"training": {"optimizer": {"learning_rate": 0.02}}},
+    "steps": {"task": {"n_steps": 12}},
+}
+
+
+def edited_config(jax_cache: Path) -> dict:
+    config = copy.deepcopy(BASE)
+    for name, override in EDITS.items():
+        config["experiments"][name]["override"] = override
+    config["experiments"]["seed"]["seed"] = 7
+    # Settings that cannot change results: nothing reruns for them.
+    config["trainings"]["short"]["checkpoint_every"] = 10
+    config["trainings"]["short"]["keep_checkpoints"] = 1
+    config["jax_cache_dir"] = str(jax_cache)
+    config["resources"]["evaluate"] = {"mem_mb": 1500}
+    return config
+
+
+# Experiments whose evaluation is checked too; the others stop at the train outputs
+# (the evaluation of a model is a function of it), which keeps the test's job count down.
+EVALUATED = ("same", "lr", "seed", "steps")
+
+
+def stores(config) -> list[str]:
+    return [
+        f"results/{name}/metrics.csv" if name in EVALUATED else f"results/{name}/history.zarr"
+        for name in config["experiments"]
+    ]
+
+
+def fresh_results(config: dict, root: Path) -> None:
+    """A from-scratch run of `config` through the stage functions the scripts call.
+
+    Only the stages the workflow test ran: evaluation for `EVALUATED` experiments.
+    """
+    config = copy.deepcopy(config)
+    experiments = mf.check_config(config, yaml.safe_load(SCHEMA_PATH.read_text()))
+    validate(config, str(SCHEMA_PATH))
+    results = root / "results"
+    for name, exp in experiments.items():
+        trials = results / "trials" / exp.dataset
+        if not trials.exists():
+            mf.make_trials(
+                exp.dataset_spec(),
+                train_path=trials / "train.zarr",
+                eval_path=trials / "eval.zarr",
+            )
+        mf.train_experiment(
+            exp,
+            trials_path=trials / "train.zarr",
+            eval_path=trials / "eval.zarr",
+            model_path=results / name / "model",
+            history_path=results / name / "history.zarr",
+            checkpoint_dir=results / name / "checkpoints",
+            progress=False,
+        )
+        if name not in EVALUATED:
+            continue
+        mf.evaluate_experiment(
+            exp,
+            model_path=results / name / "model",
+            eval_path=trials / "eval.zarr",
+            states_path=results / name / "states.zarr",
+            metrics_path=results / name / "metrics.zarr",
+            table_path=results / name / "metrics.csv",
+            goal_radius=config["evaluation"]["goal_radius"],
+        )
+
+
+def train_log(workdir: Path, name: str) -> str:
+    return (workdir / "results/logs/train" / f"{name}.log").read_text()
+
+
+@pytest.fixture(scope="module")
+def edited(tmp_path_factory, compilation_cache):
+    """A workdir run with BASE, then edited and run again; plus the plan of the rerun.
+
+    The edited config moves the jobs' compilation cache to this test session's, so the
+    fresh runs in this process load the programs the jobs compiled.
+    """
+    workdir = make_workdir(tmp_path_factory.mktemp("incremental"), BASE)
+    snakemake(workdir, *stores(BASE))
+    config = edited_config(compilation_cache)
+    write_config(workdir, config)
+    plan = planned_jobs(workdir, *stores(config))
+    reason = snakemake(workdir, "--dry-run", *stores(config)).stdout
+    snakemake(workdir, *stores(config))
+    return workdir, config, plan, reason
+
+
+def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
+    _, config, plan, _ = edited
+    retrained = set(EDITS) | {"seed"}
+    expected = {("train", f"experiment={name}") for name in retrained}
+    expected |= {("evaluate", f"experiment={name}") for name in retrained & set(EVALUATED)}
+    # New trial specs for the new seed and the new n_steps; `same` reruns nothing.
+    trials = {job for job in plan if job[0] == "trials"}
+    assert len(trials) == 2
+    assert plan - trials == expected
+
+
+def test_the_dry_run_reason_names_the_changed_settings(edited):
+    *_, reason = edited
+    assert "before: 'model.feedback.delay=1' now: 'model.feedback.delay=2'" in reason
+    assert "model.mechanics.mass=1.5" in reason
+    assert "checkpoint_every" not in reason and "jax_cache" not in reason
+
+
+def test_every_rerun_output_equals_a_fresh_run_of_the_edited_config(edited, tmp_path):
+    workdir, config, _, _ = edited
+    fresh_results(config, tmp_path)
+    assert_same_results(tmp_path, workdir, list(config["experiments"]))
+
+
+def test_a_rerun_after_an_edit_trains_from_the_first_batch(edited):
+    workdir, *_ = edited
+    for name in EDITS:
+        log = train_log(workdir, name)
+        assert "Training from the first batch" in log, name
+        assert "Resuming" not in log and "finished training earlier" not in log
+
+
+def test_a_forced_rerun_retrains_from_scratch_to_the_same_result(edited, tmp_path):
+    workdir, config, _, _ = edited
+    before = (workdir / "results/same/model").stat().st_mtime_ns
+    snakemake(workdir, "results/same/metrics.csv", "--forcerun", "results/same/model")
+    log = train_log(workdir, "same")
+    assert "this run was forced: training from the first batch" in log
+    assert re.search(r"batch 10/10", log)
+    assert (workdir / "results/same/model").stat().st_mtime_ns != before
+    fresh_results({**config, "experiments": {"same": config["experiments"]["same"]}}, tmp_path)
+    assert_same_results(tmp_path, workdir, ["same"])
+
+
+def test_a_failed_edit_costs_nothing_once_it_is_reverted(edited, tmp_path):
+    workdir, config, _, _ = edited
+    target = "results/lr/metrics.csv"
+    diverging = copy.deepcopy(config)
+    diverging["experiments"]["lr"]["override"]["training"]["optimizer"] = {
+        "name": "sgd",
+        "learning_rate": 1e38,
+    }
+    write_config(workdir, diverging)
+    failed = snakemake(workdir, target, check=False)
+    assert failed.returncode != 0 and "Non-finite" in failed.stdout + failed.stderr
+    assert not (workdir / "results/lr/model").exists()  # Snakemake removed the old outputs
+    write_config(workdir, config)
+    snakemake(workdir, target)
+    assert "finished training earlier" in train_log(workdir, "lr")
+    fresh_results({**config, "experiments": {"lr": config["experiments"]["lr"]}}, tmp_path)
+    assert_same_results(tmp_path, workdir, ["lr"])
+
+
+def test_parsing_the_workflow_starts_no_accelerator(edited):
+    # JAX_PLATFORMS=cuda makes any JAX backend start fail on this CPU-only machine:
+    # the controller builds the DAG without one, so the dry run still succeeds.
+    workdir, config, _, _ = edited
+    snakemake(workdir, "--dry-run", env={"JAX_PLATFORMS": "cuda"})  # raises if it fails
