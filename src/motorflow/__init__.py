@@ -23,14 +23,12 @@ from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys,
 from ._evaluate import evaluate, rollout_ensemble
 from ._experiments import (
     Experiment,
-    canonical_json,
     check_name,
     experiment_keys,
-    flatten_settings,
     resolve_experiment,
     resolve_experiments,
 )
-from ._job_settings import job_settings, parse_setting_params, setting_param
+from ._job_settings import flatten_settings, job_settings, parse_setting_params, setting_param
 from ._feedback import FeedbackChannel
 from ._figures import (
     comparison_summary,
@@ -67,7 +65,7 @@ from ._store import (
     write_trials,
 )
 from ._tasks import CenterOut, ReachTask, Trials
-from ._identity import code_version, tree_digest
+from ._identity import canonical_json, code_version, tree_digest
 from ._train import (
     NonFiniteLossError,
     Trainer,

@@ -51,6 +51,11 @@ class ForeignFilesError(RuntimeError):
         )
 
 
+def _foreign_in_run_dir(names: list[str], records: tuple[str, ...]) -> list[str]:
+    """The entries of a run directory that are neither a run record nor an orbax step."""
+    return [name for name in names if name not in records and not _STEP_NAME.match(name)]
+
+
 def _write_json(path: Path, value: Any) -> None:
     tmp = path.with_name(f"{path.name}.tmp")
     tmp.write_text(json.dumps(value, sort_keys=True, indent=1))
@@ -109,8 +114,7 @@ class CheckpointStore:
 
     def _remove_old_layout(self, entries: list[str]) -> None:
         # Before stores had run sub-directories, steps lay in the directory itself.
-        records = (_RUN_RECORD, "motorflow-run.tmp")
-        foreign = [n for n in entries if n not in records and not _STEP_NAME.match(n)]
+        foreign = _foreign_in_run_dir(entries, (_RUN_RECORD, "motorflow-run.tmp"))
         if foreign:
             raise ForeignFilesError(self.directory, foreign)
         logger.info("Removing checkpoints in an older layout from %s.", self.directory)
@@ -234,8 +238,7 @@ class Checkpoints:
         if entries:
             if not record.exists():
                 raise ForeignFilesError(self.directory, entries)
-            records = (_RUN_RECORD, f"{_RUN_RECORD}.tmp")
-            foreign = [n for n in entries if n not in records and not _STEP_NAME.match(n)]
+            foreign = _foreign_in_run_dir(entries, (_RUN_RECORD, f"{_RUN_RECORD}.tmp"))
             if foreign:
                 raise ForeignFilesError(self.directory, foreign)
             if record.read_text() == text:

@@ -447,6 +447,13 @@ class TrainConfig(_Block):
         )
         _positive_int(self.keep_checkpoints, "keep_checkpoints")
 
+    def result_settings(self) -> dict[str, Any]:
+        """`to_dict` without the keys that shape only the resume state (`RESUME_ONLY_KEYS`)."""
+        settings = self.to_dict()
+        for name in RESUME_ONLY_KEYS:
+            settings.pop(name)
+        return settings
+
 
 def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") -> None:
     """Cross-block checks: a feedback delay must leave steps to act on."""

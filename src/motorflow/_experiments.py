@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import itertools
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +19,6 @@ import equinox as eqx
 import jax
 
 from ._config import (
-    RESUME_ONLY_KEYS,
     ConfigError,
     ModelConfig,
     TaskConfig,
@@ -29,6 +26,7 @@ from ._config import (
     check_model_fits_task,
 )
 from ._ensemble import build_model
+from ._identity import canonical_json, json_digest
 from ._tasks import ReachTask
 from ._trainable import trainable_filter
 
@@ -41,13 +39,8 @@ BLOCKS = {
 EXPERIMENT_KEYS = ("task", "model", "training", "seed", "override")
 
 
-def canonical_json(value: Any) -> str:
-    """A deterministic JSON text of plain values (sorted keys, no spaces)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
-
-
 def _digest(value: Any, length: int = 10) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()[:length]
+    return json_digest(value)[:length]
 
 
 MAX_NAME_LENGTH = 64
@@ -117,13 +110,10 @@ class Experiment:
         The train rule's params are exactly these, so Snakemake retrains when one of
         them changes and never otherwise.
         """
-        train = self.train.to_dict()
-        for name in RESUME_ONLY_KEYS:
-            train.pop(name)
         return {
             "task": self.task.to_dict(),
             "model": self.model.to_dict(),
-            "training": train,
+            "training": self.train.result_settings(),
             "seed": self.seed,
         }
 
@@ -366,13 +356,3 @@ def resolve_experiment(config: Mapping[str, Any], name: str) -> Experiment:
         )
     path, spec = specs[name]
     return _resolve_one(config, name, spec, path)
-
-
-def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as ``{"a.b.c": leaf}`` (lists are leaves), in sorted key order."""
-    if not isinstance(value, Mapping):
-        return {prefix: value}
-    flat: dict[str, Any] = {}
-    for key in sorted(value):
-        flat.update(flatten_settings(value[key], f"{prefix}.{key}" if prefix else str(key)))
-    return flat

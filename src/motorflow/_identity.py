@@ -47,7 +47,11 @@ def code_version() -> str:
     return sha.hexdigest()
 
 
+def canonical_json(value: Any) -> str:
+    """A deterministic JSON text of plain values (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
 def json_digest(value: Any) -> str:
     """SHA-256 of plain (JSON) values, independent of key order."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_json(value).encode()).hexdigest()

@@ -6,10 +6,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._experiments import Experiment, canonical_json, flatten_settings
-from ._identity import code_version
+from ._experiments import Experiment
+from ._identity import canonical_json, code_version
 
 JobKey = tuple[str, str]
+
+
+def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as ``{"a.b.c": leaf}`` (lists are leaves), in sorted key order."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key in sorted(value):
+        flat.update(flatten_settings(value[key], f"{prefix}.{key}" if prefix else str(key)))
+    return flat
 
 
 def job_settings(

@@ -20,7 +20,7 @@ from jaxtyping import Array, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from ._checkpoint import Checkpoints, CheckpointStore
-from ._config import RESUME_ONLY_KEYS, TrainConfig
+from ._config import TrainConfig
 from ._ensemble import n_replicates
 from ._faults import kill_point
 from ._history import History, empty_history, validation_steps
@@ -255,11 +255,8 @@ def run_fingerprint(
     and the library's code version. Its digest is the run's identity (:func:`run_id`).
     """
     validation_trials = (task.eval_trials() if validation is None else validation).trials
-    train_config = config.to_dict()
-    for name in RESUME_ONLY_KEYS:
-        train_config.pop(name)
     return {
-        "train": train_config,
+        "train": config.result_settings(),
         "task": task.config.to_dict(),
         "initial_ensemble": tree_digest(ensemble),
         "trials": tree_digest(jax.tree.map(np.asarray, trials)),
@@ -486,9 +483,7 @@ def _raise_if_non_finite(
     what: str = "training loss",
 ) -> None:
     """Raise for the first batch of `losses` (`(chunk, replicate)` per term) that is not finite."""
-    bad = ~np.isfinite(losses["total"])
-    for name, value in losses.items():
-        bad |= ~np.isfinite(value)
+    bad = np.logical_or.reduce([~np.isfinite(value) for value in losses.values()])
     if not bad.any():
         return
     offset = int(np.argmax(bad.any(axis=1)))
