@@ -23,11 +23,12 @@ def test_unknown_key_is_named_with_its_path():
             mf.ModelConfig,
             {"network": {"hidden_size": 0}},
             "network.hidden_size",
-            "positive integer",
+            "an integer >= 1",
         ),
-        (mf.ModelConfig, {"network": {"cell": "lstm"}}, "network.cell", "'gru', 'rnn', 'leaky'"),
-        (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", ">= 0"),
-        (mf.ModelConfig, {"dt": "fast"}, "dt", "number > 0"),
+        (mf.ModelConfig, {"network": {"cell": "lstm"}}, "network.cell", "'gru', 'rnn' or 'leaky', got 'lstm'"),
+        (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", "an integer >= 0"),
+        (mf.ModelConfig, {"dt": "fast"}, "dt", "must be a number, got 'fast'"),
+        (mf.ModelConfig, {"dt": 0}, "dt", "a number > 0, got 0"),
         (mf.TaskConfig, {"workspace": [[1, 1], [-1, -1]]}, "workspace", "x_min < x_max"),
         (mf.TrainConfig, {"optimizer": {"name": "rmsprop"}}, "optimizer.name", "'adam'"),
         (
@@ -43,7 +44,7 @@ def test_unknown_key_is_named_with_its_path():
             "checkpoint_every",
             "multiple of log_every",
         ),
-        (mf.TrainConfig, {"n_replicates": True}, "n_replicates", "positive integer"),
+        (mf.TrainConfig, {"n_replicates": True}, "n_replicates", "must be an integer, got True"),
     ],
 )
 def test_bad_values_name_the_key_value_and_what_is_allowed(block, data, path, allowed):

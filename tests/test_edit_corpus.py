@@ -11,22 +11,16 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
-from snakemake.utils import validate
-from workflow_helpers import REPO, at, tiny_config
+from workflow_helpers import at, tiny_config
 
 import motorflow as mf
 
-SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
-SCHEMA = yaml.safe_load(SCHEMA_PATH.read_text())
 BOTH = ("quiet", "noisy")
 
 
 def settings_of(config: dict) -> dict:
-    config = copy.deepcopy(config)
-    experiments = mf.check_config(config, SCHEMA)
-    validate(config, str(SCHEMA_PATH))  # fills the top-level defaults, as the Snakefile does
-    return mf.job_settings(config, experiments)
+    settings = mf.parse_config(copy.deepcopy(config))
+    return mf.job_settings(settings, mf.resolve_experiments(settings))
 
 
 def changed_jobs(before: dict, after: dict) -> set[str]:
@@ -193,6 +187,32 @@ def test_the_dry_run_reason_names_only_the_changed_setting():
     assert new_params - old_params == {"model.feedback.delay=3"}
 
 
+def _recorded(settings: dict, rule: str, key: str) -> set[str]:
+    """What Snakemake records for a job: the set of its param values."""
+    return {values[key] for values in mf.rule_params(settings, rule)}
+
+
+def test_each_job_records_exactly_its_own_settings():
+    settings = settings_of(tiny_config())
+    for rule, key in settings:
+        expected = {mf.setting_param(k, v) for k, v in settings[(rule, key)].items()}
+        assert _recorded(settings, rule, key) == expected, (rule, key)
+
+
+def test_a_job_with_settings_of_its_own_changes_nothing_recorded_for_the_others():
+    # As an experiment of another plant kind would: it has settings the others lack.
+    settings = settings_of(tiny_config())
+    before = _recorded(settings, "train", "quiet")
+    extended = dict(settings)
+    extended[("train", "arm")] = {
+        **settings[("train", "noisy")],
+        "model.plant.upper_arm_length": 0.3,
+        "model.plant.forearm_length": 0.33,
+    }
+    assert _recorded(extended, "train", "quiet") == before
+    assert "model.plant.forearm_length=0.33" in _recorded(extended, "train", "arm")
+
+
 def test_setting_params_read_back_as_the_settings():
     settings = settings_of(tiny_config())
     for (rule, _), flat in settings.items():
@@ -259,9 +279,15 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     config = tiny_config()
     config["figures"] = {"dpi": 40}
     config["evaluation"] = {}
-    validate(config, str(SCHEMA_PATH))
-    assert config["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
-    assert config["evaluation"] == {"goal_radius": 0.05}
+    config["resources"] = {"train": {"threads": 4}}
+    filled = mf.parse_config(config).filled_sections()
+    assert filled["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
+    assert filled["evaluation"] == {"goal_radius": 0.05}
+    # A stage's partial resources keep that stage's own defaults.
+    assert filled["resources"]["train"]["threads"] == 4
+    assert filled["resources"]["train"]["mem_mb"] == mf.WorkflowConfig.model_fields[
+        "resources"
+    ].default.train.mem_mb
 
 
 def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():
@@ -271,7 +297,7 @@ def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():
     loss = mf.resolve_experiments(config)["noisy"].train.loss.to_dict()
     assert loss == {
         "position": {"weight": 2, "discount_power": 6.0},
-        "final_velocity": {"weight": 1.0, "discount_power": 0.0},
-        "effort": {"weight": 0.001, "discount_power": 0.0},
-        "hidden": {"weight": 1e-5, "discount_power": 0.0},
+        "final_velocity": {"weight": 1.0},
+        "effort": {"weight": 0.001},
+        "hidden": {"weight": 1e-5},
     }

@@ -12,10 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
-from snakemake.utils import validate
 from workflow_helpers import (
-    REPO,
     assert_same_results,
     make_workdir,
     planned_jobs,
@@ -27,7 +24,6 @@ import motorflow as mf
 
 pytestmark = pytest.mark.workflow
 
-SCHEMA_PATH = REPO / "workflow/schemas/config.schema.yaml"
 
 
 def experiment(model=None, training=None, task=None, **spec):
@@ -116,8 +112,8 @@ def fresh_results(config: dict, root: Path) -> None:
     Only the stages the workflow test ran: evaluation for `EVALUATED` experiments.
     """
     config = copy.deepcopy(config)
-    experiments = mf.check_config(config, yaml.safe_load(SCHEMA_PATH.read_text()))
-    validate(config, str(SCHEMA_PATH))
+    settings = mf.parse_config(config)
+    experiments = mf.resolve_experiments(settings)
     results = root / "results"
     for name, exp in experiments.items():
         trials = results / "trials" / exp.dataset
@@ -145,7 +141,7 @@ def fresh_results(config: dict, root: Path) -> None:
             states_path=results / name / "states.zarr",
             metrics_path=results / name / "metrics.zarr",
             table_path=results / name / "metrics.csv",
-            goal_radius=config["evaluation"]["goal_radius"],
+            goal_radius=settings.evaluation.goal_radius,
         )
 
 

@@ -1,13 +1,10 @@
-from pathlib import Path
-
 import jsonschema
 import pytest
-import yaml
 from workflow_helpers import REPO, tiny_config
 
 import motorflow as mf
 
-SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+SCHEMA = mf.load_config_file(REPO / "workflow/schemas/config.schema.yaml")
 
 
 def test_overrides_merge_into_the_named_blocks():
@@ -58,10 +55,10 @@ def test_a_sweep_expands_every_grid_point_into_a_named_experiment():
         ),
         (
             lambda c: c["experiments"].update({"../escape": c["experiments"]["quiet"]}),
-            "experiments.../escape",
+            "experiments.'../escape'",
             "not a valid name",
         ),
-        (lambda c: c["experiments"].clear(), "experiments", "no experiments"),
+        (lambda c: c["experiments"].clear(), "experiments", "must be non-empty"),
         (
             lambda c: c["models"]["small"]["feedback"].update(delay=15),
             "experiments.quiet.model.feedback.delay",
@@ -70,7 +67,7 @@ def test_a_sweep_expands_every_grid_point_into_a_named_experiment():
         (
             lambda c: c["experiments"]["noisy"]["override"].update(body={}),
             "experiments.noisy.override.body",
-            "unknown block",
+            "unknown key 'body'",
         ),
         (
             lambda c: c["experiments"]["noisy"]["override"]["model"].update(netwrk={}),
@@ -80,7 +77,7 @@ def test_a_sweep_expands_every_grid_point_into_a_named_experiment():
         (
             lambda c: c["trainings"]["quick"].update(n_batches=0),
             "trainings.quick.n_batches",
-            "positive integer",
+            "an integer >= 1",
         ),
         (lambda c: c["experiments"]["quiet"].update(seed=-1), "experiments.quiet.seed", "integer"),
         (
@@ -116,9 +113,18 @@ def test_bad_configs_name_the_key_path(edit, path, words):
 
 @pytest.mark.parametrize("name", ["config.yaml", "feedbax-tutorial.yaml"])
 def test_shipped_configs_are_valid(name):
-    config = yaml.safe_load(Path(REPO / "config" / name).read_text())
+    config = mf.load_config_file(REPO / "config" / name)
     jsonschema.validate(config, SCHEMA)
     assert mf.resolve_experiments(config)
+
+
+def test_the_schema_file_is_the_one_the_typed_config_generates():
+    """One source of truth: regenerate with `python -m motorflow schema`."""
+    assert SCHEMA == mf.config_json_schema(), (
+        "workflow/schemas/config.schema.yaml is stale: run "
+        "`python -m motorflow schema > workflow/schemas/config.schema.yaml`"
+    )
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
 
 
 def test_the_schema_accepts_every_library_key_with_its_default():
@@ -127,12 +133,16 @@ def test_the_schema_accepts_every_library_key_with_its_default():
     config["tasks"]["full"] = mf.TaskConfig().to_dict()
     config["models"]["full"] = mf.ModelConfig().to_dict()
     config["trainings"]["full"] = mf.TrainConfig().to_dict()
+    config["experiments"]["quiet"]["override"] = {"model": mf.ModelConfig().to_dict()}
+    config.update(mf.parse_config(config).filled_sections())
     jsonschema.validate(config, SCHEMA)
     for section in ("tasks", "models", "trainings"):
         config = tiny_config()
         config[section]["full"] = {"unknown_key": 1}
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(config, SCHEMA)
+        with pytest.raises(mf.ConfigError, match="unknown_key"):
+            mf.parse_config(config)
 
 
 def test_experiment_keys_are_distinct_and_reproducible():

@@ -155,7 +155,7 @@ def snapshot(directory):
         ),
         (
             lambda c: c["models"]["small"]["network"].update(hidden_size=0),
-            ["models.small.network.hidden_size", "0 is less than the minimum of 1"],
+            ["models.small.network.hidden_size", "must be an integer >= 1, got 0"],
         ),
         (
             lambda c: c["experiments"].update({"../out": c["experiments"]["quiet"]}),

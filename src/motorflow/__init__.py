@@ -12,6 +12,7 @@ from ._config import (
     ModelConfig,
     NetworkConfig,
     OptimizerConfig,
+    PositionTermConfig,
     ScheduleConfig,
     TaskConfig,
     TrainConfig,
@@ -23,12 +24,17 @@ from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys,
 from ._evaluate import evaluate, rollout_ensemble
 from ._experiments import (
     Experiment,
-    check_name,
     experiment_keys,
     resolve_experiment,
     resolve_experiments,
 )
-from ._job_settings import flatten_settings, job_settings, parse_setting_params, setting_param
+from ._job_settings import (
+    flatten_settings,
+    job_settings,
+    parse_setting_params,
+    rule_params,
+    setting_param,
+)
 from ._feedback import FeedbackChannel
 from ._figures import (
     comparison_summary,
@@ -76,7 +82,7 @@ from ._train import (
     train,
 )
 from ._trainable import trainable_filter
-from ._validation import check_config, check_schema
+from ._workflow_config import WorkflowConfig, check_name, config_json_schema, parse_config
 
 __all__ = [
     "AbstractCell",
@@ -102,6 +108,7 @@ __all__ = [
     "NonFiniteLossError",
     "OptimizerConfig",
     "PointMass",
+    "PositionTermConfig",
     "ReachTask",
     "Rollout",
     "ScheduleConfig",
@@ -113,14 +120,14 @@ __all__ = [
     "Trainer",
     "Trials",
     "VanillaCell",
+    "WorkflowConfig",
     "build_model",
     "canonical_json",
     "center_out_dataset",
-    "check_config",
     "check_model_fits_task",
     "check_name",
-    "check_schema",
     "claim_gpus",
+    "config_json_schema",
     "code_version",
     "comparison_figure",
     "comparison_summary",
@@ -143,6 +150,7 @@ __all__ = [
     "metrics_table",
     "n_replicates",
     "open_dataset",
+    "parse_config",
     "parse_setting_params",
     "plot_comparison",
     "plot_loss_history",
@@ -156,6 +164,7 @@ __all__ = [
     "resolve_experiment",
     "resolve_experiments",
     "rollout_ensemble",
+    "rule_params",
     "run_fingerprint",
     "run_id",
     "save_ensemble",

@@ -11,62 +11,40 @@ from __future__ import annotations
 import copy
 import dataclasses
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 import equinox as eqx
 import jax
+import pydantic
 
-from ._config import (
-    ConfigError,
-    ModelConfig,
-    TaskConfig,
-    TrainConfig,
-    check_model_fits_task,
-)
+from ._config import ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
+from ._config_base import ConfigError, config_error, merge_settings
 from ._ensemble import build_model
 from ._identity import canonical_json, json_digest
 from ._tasks import ReachTask
 from ._trainable import trainable_filter
+from ._workflow_config import ExperimentSpec, SweepSpec, WorkflowConfig, parse_config
 
-NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 BLOCKS = {
     "task": ("tasks", TaskConfig),
     "model": ("models", ModelConfig),
     "training": ("trainings", TrainConfig),
 }
-EXPERIMENT_KEYS = ("task", "model", "training", "seed", "override")
 
 
 def _digest(value: Any, length: int = 10) -> str:
     return json_digest(value)[:length]
 
 
-MAX_NAME_LENGTH = 64
 MAX_EXPERIMENTS = 1000
 # Folders of results/ that are not experiments.
 RESERVED_NAMES = ("trials", "figures", "logs", "benchmarks")
 
 
-def check_name(name: Any, path: str) -> None:
-    """Names become paths: only letters, digits, ``_`` and ``-``, at most 64 characters."""
-    if not isinstance(name, str) or not NAME.match(name):
-        raise ConfigError(
-            path,
-            f"{name!r} is not a valid name: use only letters, digits, '_' and '-' "
-            "(names become file paths)",
-        )
-    if len(name) > MAX_NAME_LENGTH:
-        raise ConfigError(
-            path,
-            f"{name[:20]!r}... is {len(name)} characters long; names have at most "
-            f"{MAX_NAME_LENGTH} (they become file paths)",
-        )
-
-
 def _check_experiment_name(name: str, path: str) -> None:
-    check_name(name, path)
     if name in RESERVED_NAMES:
         raise ConfigError(
             path,
@@ -152,65 +130,44 @@ def experiment_keys(seed: int) -> dict[str, jax.Array]:
     }
 
 
-def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(dict(base))
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
+# Trial specs are generated up front into Zarr: 6 float32 values per trial.
+TRIAL_SPEC_BYTES = 6 * 4
+MAX_TRIAL_SPEC_BYTES = 8 * 2**30
 
 
-def _mapping(config: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
-    value = config.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping of named entries, got {value!r}")
-    return value
+def _check_trial_specs_fit(training: TrainConfig, path: str) -> None:
+    sets = 1 if training.shared_trials else training.n_replicates
+    size = sets * training.n_batches * training.batch_size * TRIAL_SPEC_BYTES
+    if size > MAX_TRIAL_SPEC_BYTES:
+        raise ConfigError(
+            f"{path}.training",
+            f"the training trial specs would take {size / 2**30:,.0f} GiB "
+            f"({sets} trial sets x n_batches {training.n_batches} x batch_size "
+            f"{training.batch_size} x {TRIAL_SPEC_BYTES} bytes); at most "
+            f"{MAX_TRIAL_SPEC_BYTES // 2**30} GiB are allowed: lower n_batches or "
+            "batch_size, or set shared_trials: true",
+        )
 
 
-def _resolve_one(config: Mapping[str, Any], name: str, spec: Any, path: str) -> Experiment:
+def _resolve_one(settings: WorkflowConfig, name: str, spec: ExperimentSpec, path: str) -> Experiment:
     _check_experiment_name(name, path)
-    if not isinstance(spec, Mapping):
-        raise ConfigError(path, f"must be a mapping with keys {', '.join(EXPERIMENT_KEYS)}")
-    unknown = sorted(set(spec) - set(EXPERIMENT_KEYS))
-    if unknown:
-        raise ConfigError(
-            f"{path}.{unknown[0]}", f"unknown key; allowed keys here: {', '.join(EXPERIMENT_KEYS)}"
-        )
-    override = spec.get("override") or {}
-    if not isinstance(override, Mapping):
-        raise ConfigError(f"{path}.override", f"must be a mapping, got {override!r}")
-    bad = sorted(set(override) - set(BLOCKS))
-    if bad:
-        raise ConfigError(
-            f"{path}.override.{bad[0]}", f"unknown block; allowed: {', '.join(BLOCKS)}"
-        )
     blocks: dict[str, Any] = {}
     for block, (section, cls) in BLOCKS.items():
-        reference = spec.get(block)
-        defined = _mapping(config, section, section)
-        if reference is None:
-            raise ConfigError(
-                f"{path}.{block}",
-                f"missing; name one of the {section}: {', '.join(defined) or 'none defined'}",
-            )
+        reference = getattr(spec, block)
+        defined = getattr(settings, section)
         if reference not in defined:
             raise ConfigError(
                 f"{path}.{block}",
-                f"{reference!r} is not defined in {section} (defined: {', '.join(defined) or 'none'})",
+                f"{reference!r} is not defined in {section} (defined: {', '.join(defined)})",
             )
-        base = defined[reference] or {}
-        if not isinstance(base, Mapping):
-            raise ConfigError(f"{section}.{reference}", f"must be a mapping, got {base!r}")
-        merged = _deep_merge(base, override.get(block) or {})
-        blocks[block] = cls.from_dict(
-            merged, f"{path}.override.{block}" if block in override else f"{section}.{reference}"
-        )
-    seed = spec.get("seed", 0)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**31:
-        raise ConfigError(f"{path}.seed", f"must be an integer in [0, 2**31), got {seed!r}")
+        override = getattr(spec.override, block)
+        if override is None:
+            blocks[block] = defined[reference]
+        else:
+            merged = merge_settings(defined[reference].to_dict(), override)
+            blocks[block] = cls.from_dict(merged, f"{path}.override.{block}")
     check_model_fits_task(blocks["model"], blocks["task"], path)
+    _check_trial_specs_fit(blocks["training"], path)
     # Trainable paths name parts of the model: check them on the model's shapes, which
     # computes nothing (so the Snakemake controller never starts an accelerator).
     model = eqx.filter_eval_shape(
@@ -222,11 +179,11 @@ def _resolve_one(config: Mapping[str, Any], name: str, spec: Any, path: str) -> 
     trainable_filter(model, blocks["training"].trainable, f"{path}.training.trainable")
     return Experiment(
         name=name,
-        task_name=spec["task"],
+        task_name=spec.task,
         task=blocks["task"],
         model=blocks["model"],
         train=blocks["training"],
-        seed=seed,
+        seed=spec.seed,
     )
 
 
@@ -235,66 +192,43 @@ def _value_label(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "", text.replace(".", "p").replace("-", "m"))
 
 
+def _nested(setting: str, value: Any) -> dict[str, Any]:
+    """``"model.feedback.delay", 4`` as ``{"model": {"feedback": {"delay": 4}}}``."""
+    nested: Any = value
+    for key in reversed(setting.split(".")):
+        nested = {key: nested}
+    return nested
+
+
 def _expand_sweep(
-    name: str, sweep: Any, experiments: Mapping[str, Any], path: str
-) -> dict[str, dict[str, Any]]:
-    check_name(name, path)
-    allowed = ("experiment", "grid")
-    if not isinstance(sweep, Mapping):
-        raise ConfigError(path, f"must be a mapping with keys {', '.join(allowed)}")
-    unknown = sorted(set(sweep) - set(allowed))
-    if unknown:
-        raise ConfigError(
-            f"{path}.{unknown[0]}", f"unknown key; allowed keys here: {', '.join(allowed)}"
-        )
-    base_name = sweep.get("experiment")
-    if base_name not in experiments:
+    name: str, sweep: SweepSpec, experiments: Mapping[str, ExperimentSpec], path: str
+) -> dict[str, ExperimentSpec]:
+    if sweep.experiment not in experiments:
         raise ConfigError(
             f"{path}.experiment",
-            f"{base_name!r} is not defined in experiments (defined: {', '.join(experiments) or 'none'})",
+            f"{sweep.experiment!r} is not defined in experiments "
+            f"(defined: {', '.join(experiments)})",
         )
-    grid = sweep.get("grid")
-    if not isinstance(grid, Mapping) or not grid:
-        raise ConfigError(
-            f"{path}.grid",
-            "must map setting paths (e.g. model.feedback.noise_std) to lists of values",
-        )
-    for setting, values in grid.items():
-        block = str(setting).split(".")[0]
-        if block not in (*BLOCKS, "seed") or (block == "seed") != (setting == "seed"):
-            raise ConfigError(
-                f"{path}.grid.{setting}",
-                "a sweep setting is 'seed' or a dotted path starting with task., model. or training.",
-            )
-        if not isinstance(values, list) or not values:
-            raise ConfigError(
-                f"{path}.grid.{setting}", f"must be a non-empty list of values, got {values!r}"
-            )
-    size = 1
-    for values in grid.values():
-        size *= len(values)
+    size = math.prod(len(values) for values in sweep.grid.values())
     if size > MAX_EXPERIMENTS:
         raise ConfigError(
             f"{path}.grid",
             f"expands to {size:,} experiments; a config has at most {MAX_EXPERIMENTS:,} "
             "(split the sweep or shorten its lists)",
         )
-    expanded: dict[str, dict[str, Any]] = {}
-    base = experiments[base_name]
-    settings = list(grid)
-    for combination in itertools.product(*(grid[s] for s in settings)):
-        spec = copy.deepcopy(dict(base))
+    expanded: dict[str, ExperimentSpec] = {}
+    base = experiments[sweep.experiment].model_dump()
+    settings = list(sweep.grid)
+    for combination in itertools.product(*(sweep.grid[s] for s in settings)):
+        spec = copy.deepcopy(base)
         labels = []
         for setting, value in zip(settings, combination):
             labels.append(f"{setting.split('.')[-1]}{_value_label(value)}")
             if setting == "seed":
                 spec["seed"] = value
-                continue
-            block, *keys = setting.split(".")
-            nested: Any = value
-            for key in reversed(keys):
-                nested = {key: nested}
-            spec["override"] = _deep_merge(spec.get("override") or {}, {block: nested})
+            else:
+                overrides = {k: v for k, v in spec["override"].items() if v is not None}
+                spec["override"] = merge_settings(overrides, _nested(setting, value))
         expanded_name = "-".join([name, *labels])
         if expanded_name in expanded:
             raise ConfigError(
@@ -302,23 +236,19 @@ def _expand_sweep(
                 f"two grid points both expand to the experiment name {expanded_name!r}; "
                 "make the values distinct",
             )
-        expanded[expanded_name] = spec
+        try:
+            expanded[expanded_name] = ExperimentSpec.model_validate(spec)
+        except pydantic.ValidationError as error:
+            raise config_error(error, f"{path} (as {expanded_name})") from None
     return expanded
 
 
-def _experiment_specs(config: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
-    """Every experiment's (config path, spec), sweeps expanded, names checked."""
-    for section in ("tasks", "models", "trainings"):
-        for name in _mapping(config, section, section):
-            check_name(name, f"{section}.{name}")
-    experiments = _mapping(config, "experiments", "experiments")
-    sweeps = _mapping(config, "sweeps", "sweeps")
-    specs: dict[str, tuple[str, Any]] = {
-        name: (f"experiments.{name}", spec) for name, spec in experiments.items()
-    }
-    for sweep_name, sweep in sweeps.items():
+def _experiment_specs(settings: WorkflowConfig) -> dict[str, tuple[str, ExperimentSpec]]:
+    """Every experiment's (config path, spec), sweeps expanded."""
+    specs = {name: (f"experiments.{name}", spec) for name, spec in settings.experiments.items()}
+    for sweep_name, sweep in settings.sweeps.items():
         path = f"sweeps.{sweep_name}"
-        for name, spec in _expand_sweep(sweep_name, sweep, experiments, path).items():
+        for name, spec in _expand_sweep(sweep_name, sweep, settings.experiments, path).items():
             if name in specs:
                 raise ConfigError(
                     path,
@@ -326,8 +256,6 @@ def _experiment_specs(config: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
                     f"{specs[name][0]} already uses; rename one of them",
                 )
             specs[name] = (f"{path} (as {name})", spec)
-    if not specs:
-        raise ConfigError("experiments", "no experiments are defined; add at least one")
     if len(specs) > MAX_EXPERIMENTS:
         raise ConfigError(
             "sweeps",
@@ -337,22 +265,30 @@ def _experiment_specs(config: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
     return specs
 
 
-def resolve_experiments(config: Mapping[str, Any]) -> dict[str, Experiment]:
+def _typed(config: Mapping[str, Any] | WorkflowConfig) -> WorkflowConfig:
+    return config if isinstance(config, WorkflowConfig) else parse_config(config)
+
+
+def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str, Experiment]:
     """All experiments of a workflow config, sweeps expanded, in a stable order.
 
     Raises :class:`ConfigError` naming the key path of the first problem found.
     Computes nothing with JAX (model shapes only), so it starts no accelerator.
     """
-    specs = _experiment_specs(config)
-    return {name: _resolve_one(config, name, spec, path) for name, (path, spec) in specs.items()}
+    settings = _typed(config)
+    specs = _experiment_specs(settings)
+    return {
+        name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()
+    }
 
 
-def resolve_experiment(config: Mapping[str, Any], name: str) -> Experiment:
+def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) -> Experiment:
     """The experiment `name` of a workflow config (a sweep's point included)."""
-    specs = _experiment_specs(config)
+    settings = _typed(config)
+    specs = _experiment_specs(settings)
     if name not in specs:
         raise ConfigError(
             "experiments", f"no experiment is named {name!r}; defined: {', '.join(specs)}"
         )
     path, spec = specs[name]
-    return _resolve_one(config, name, spec, path)
+    return _resolve_one(settings, name, spec, path)

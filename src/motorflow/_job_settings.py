@@ -8,6 +8,7 @@ from typing import Any
 
 from ._experiments import Experiment
 from ._identity import canonical_json, code_version
+from ._workflow_config import WorkflowConfig
 
 JobKey = tuple[str, str]
 
@@ -23,7 +24,7 @@ def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def job_settings(
-    config: Mapping[str, Any], experiments: Mapping[str, Experiment]
+    config: WorkflowConfig, experiments: Mapping[str, Experiment]
 ) -> dict[JobKey, dict[str, Any]]:
     """Flat settings (``{"model.feedback.delay": 2, ...}``) per job ``(rule, wildcard)``.
 
@@ -32,15 +33,14 @@ def job_settings(
     task, model, training (without the checkpoint cadence) and seed; evaluate the
     task, seed and `evaluation`; figures the `figures` options. With `track_code`,
     the library's code version is a setting of the train and evaluate jobs.
-    `config` has its top-level defaults filled in (``evaluation``, ``figures``, ...).
     """
-    code = {"code": code_version()} if config.get("track_code") else {}
-    figures = flatten_settings({"figures": config["figures"]})
+    code = {"code": code_version()} if config.track_code else {}
+    figures = flatten_settings({"figures": config.figures.to_dict()})
     settings: dict[JobKey, dict[str, Any]] = {}
     for name, experiment in experiments.items():
         settings[("trials", experiment.dataset)] = flatten_settings(experiment.dataset_spec())
         settings[("train", name)] = {**flatten_settings(experiment.train_settings()), **code}
-        evaluate = {**experiment.evaluate_settings(), "evaluation": config["evaluation"]}
+        evaluate = {**experiment.evaluate_settings(), "evaluation": config.evaluation.to_dict()}
         settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
         settings[("experiment_figures", name)] = dict(figures)
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
@@ -50,6 +50,28 @@ def job_settings(
 def setting_param(name: str, value: Any) -> str:
     """One setting as the text ``name=<canonical JSON value>`` (one rule param)."""
     return f"{name}={canonical_json(value)}"
+
+
+def rule_params(settings: Mapping[JobKey, Mapping[str, Any]], rule: str) -> list[dict[str, str]]:
+    """The params of `rule`: param i maps each job's wildcard value to a setting text.
+
+    Snakemake records a job's params as the *set* of their values (names play no
+    part) and reruns the job when that set changes. Every job of a rule has the same
+    number of params, so a job with fewer settings than another repeats its last one:
+    the set each job records is exactly its own settings, and adding a job with
+    settings of its own (another kind of plant, say) changes nothing recorded for
+    the others.
+    """
+    jobs = {
+        key: [setting_param(name, value) for name, value in flat.items()]
+        for (name, key), flat in settings.items()
+        if name == rule
+    }
+    count = max(len(texts) for texts in jobs.values())
+    return [
+        {key: texts[min(index, len(texts) - 1)] for key, texts in jobs.items()}
+        for index in range(count)
+    ]
 
 
 def parse_setting_params(params: Any) -> dict[str, Any]:

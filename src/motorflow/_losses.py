@@ -10,22 +10,23 @@ from ._loop import Rollout
 from ._tasks import Trials
 
 
-def _position(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+def _position(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
+    discount_power = config.position.discount_power
     error = jnp.sum((rollout.pos - trials.goal_pos[..., None, :]) ** 2, axis=-1)
     n_steps = error.shape[-1]
     discount = (jnp.arange(1, n_steps + 1, dtype=error.dtype) / n_steps) ** discount_power
     return jnp.sum(error * discount, axis=-1)
 
 
-def _final_velocity(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+def _final_velocity(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
     return jnp.sum(rollout.vel[..., -1, :] ** 2, axis=-1)
 
 
-def _effort(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+def _effort(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
     return jnp.sum(rollout.force**2, axis=(-2, -1))
 
 
-def _hidden(rollout: Rollout, trials: Trials, discount_power: float) -> Array:
+def _hidden(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
     return jnp.sum(rollout.hidden**2, axis=(-2, -1))
 
 
@@ -48,8 +49,7 @@ def loss_terms(config: LossConfig, rollout: Rollout, trials: Trials) -> dict[str
     - ``hidden``: squared hidden activity summed over time and units.
     """
     return {
-        name: jnp.mean(_TERMS[name](rollout, trials, term.discount_power))
-        for name, term in config.terms.items()
+        name: jnp.mean(_TERMS[name](rollout, trials, config)) for name in config.terms
     }
 
 

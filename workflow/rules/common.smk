@@ -8,8 +8,6 @@ from snakemake.utils import update_config, validate
 
 import motorflow as mf
 
-SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
-
 # The config files (--configfile, else the default) are read again by motorflow's
 # own loader, which refuses duplicate keys, aliases, tags and templating, and
 # reads 1e-3 as a number; `--config KEY=VALUE` overrides them as in Snakemake.
@@ -19,16 +17,19 @@ try:
     for path in CONFIG_FILES:
         update_config(loaded, mf.load_config_file(path))
     update_config(loaded, dict(workflow.config_settings.config))
-    config.clear()
-    config.update(loaded)
-    # Our own check first, for one message naming the key path; then Snakemake's
-    # validate, which fills in the defaults of the top-level sections.
-    EXPERIMENTS = mf.check_config(config, yaml.safe_load(SCHEMA.read_text()))
+    # The typed config (motorflow.WorkflowConfig) checks every key and fills in the
+    # defaults of the top-level sections; the named blocks stay as written.
+    SETTINGS = mf.parse_config(loaded)
+    EXPERIMENTS = mf.resolve_experiments(SETTINGS)
 except mf.ConfigError as error:
     raise WorkflowError(
         f"Invalid config: {error}\nNothing was run; fix the config and run again."
     ) from None
-validate(config, "../schemas/config.schema.yaml")
+config.clear()
+config.update(loaded)
+config.update(SETTINGS.filled_sections())
+# The schema is generated from the same typed config (python -m motorflow schema).
+validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 RESULTS = "results"
@@ -42,26 +43,21 @@ wildcard_constraints:
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).
-JOB_SETTINGS = mf.job_settings(config, EXPERIMENTS)
+JOB_SETTINGS = mf.job_settings(SETTINGS, EXPERIMENTS)
 
 
 def setting_params(rule, wildcard=None):
-    """One param per setting the rule's job depends on, valued "key=value".
+    """The rule's params: each job's settings, one "key=value" param per setting.
 
-    Snakemake reruns a job when the set of its params changes, and its dry-run
-    reason then lists just the changed settings with their old and new values.
+    Snakemake reruns a job when the set of its param values changes, and its
+    dry-run reason then lists just the changed settings (see `mf.rule_params`).
     """
-    jobs = {key: flat for (name, key), flat in JOB_SETTINGS.items() if name == rule}
-    names = sorted(set().union(*(flat.keys() for flat in jobs.values())))
 
-    def param(name):
-        def value(wildcards):
-            flat = jobs[wildcards[wildcard] if wildcard else ""]
-            return mf.setting_param(name, flat.get(name))
+    def param(values):
+        return lambda wildcards: values[wildcards[wildcard] if wildcard else ""]
 
-        return value
-
-    return {name.replace(".", "__"): param(name) for name in names}
+    params = mf.rule_params(JOB_SETTINGS, rule)
+    return {f"setting{index}": param(values) for index, values in enumerate(params)}
 
 
 def dataset_of(wildcards):
@@ -72,36 +68,23 @@ def trials_store(kind):
     return lambda wildcards: f"{RESULTS}/trials/{dataset_of(wildcards)}/{kind}.zarr"
 
 
-# Job sizes per stage; `resources.<stage>` in the config overrides any of them.
-DEFAULT_RESOURCES = {
-    "trials": {"threads": 1, "mem_mb": 2000, "runtime": 10, "gpus": 0},
-    "train": {"threads": 2, "mem_mb": 4000, "runtime": 120, "gpus": 0},
-    "evaluate": {"threads": 1, "mem_mb": 2000, "runtime": 30, "gpus": 0},
-    "figures": {"threads": 1, "mem_mb": 1000, "runtime": 10, "gpus": 0},
-}
-
-
-def stage_resources(stage):
-    return {**DEFAULT_RESOURCES[stage], **config["resources"].get(stage, {})}
-
-
 def stage_threads(stage):
-    return stage_resources(stage)["threads"]
+    return getattr(SETTINGS.resources, stage).threads
 
 
 def job_resources(stage):
     """A stage's `resources:` as Snakemake and its SLURM executor name them: memory,
     runtime (minutes), `gpu` (what `--resources gpu=N` limits and the job claims),
     and the optional SLURM keys `gpu_model`, `gres` and `slurm_partition`."""
-    settings = stage_resources(stage)
+    settings = getattr(SETTINGS.resources, stage)
     resources = {
-        "mem_mb": settings["mem_mb"],
-        "runtime": settings["runtime"],
-        "gpu": settings["gpus"],
+        "mem_mb": settings.mem_mb,
+        "runtime": settings.runtime,
+        "gpu": settings.gpus,
     }
     for key in ("gpu_model", "gres", "slurm_partition"):
-        if settings.get(key):
-            resources[key] = settings[key]
+        if getattr(settings, key):
+            resources[key] = getattr(settings, key)
     return resources
 
 

@@ -1,0 +1,208 @@
+"""The typed-config machinery: strict value types, partial blocks, key-path errors.
+
+Every config block is a frozen pydantic model (:class:`Block`): unknown keys are
+errors, numbers are never read from text, a partial block keeps the documented
+default of every key it does not name (at every depth), and every error becomes one
+:class:`ConfigError` naming the key path, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Self
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+
+
+class ConfigError(ValueError):
+    """A config value is missing, unknown or out of range.
+
+    **Arguments:**
+
+    - `path`: dotted key path of the bad entry, e.g. ``"model.network.hidden_size"``.
+    - `message`: what is wrong and what is allowed.
+    """
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+# Strict scalar types: `True` is no integer, "100" no number, 2.5 no count.
+Integer = Annotated[int, Strict()]
+PositiveInt = Annotated[int, Strict(), Field(ge=1)]
+NonNegativeInt = Annotated[int, Strict(), Field(ge=0)]
+Number = Annotated[float, Strict()]
+PositiveNumber = Annotated[float, Strict(), Field(gt=0)]
+NonNegativeNumber = Annotated[float, Strict(), Field(ge=0)]
+Boolean = Annotated[bool, Strict()]
+Text = Annotated[str, Strict()]
+Point = tuple[Number, Number]
+
+
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `override` merged in at every depth (neither is changed).
+
+    A mapping that names another ``kind`` than the one it overrides replaces it
+    whole: the settings of one kind of part mean nothing to another.
+    """
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        old = merged.get(key)
+        if (
+            isinstance(value, Mapping)
+            and isinstance(old, Mapping)
+            and value.get("kind", old.get("kind")) == old.get("kind")
+        ):
+            merged[key] = merge_settings(old, value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+class Block(BaseModel):
+    """A frozen config block: parsed with :meth:`from_dict`, dumped with :meth:`to_dict`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys_over_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        allowed = list(cls.model_fields)
+        for key in data:
+            if key not in allowed:
+                raise ConfigError(
+                    str(key), f"unknown key {key!r}; allowed keys here: {', '.join(allowed)}"
+                )
+        # A partial sub-block keeps its field's documented default for every key it
+        # does not name (e.g. loss.position.discount_power when only weight is given).
+        merged = dict(data)
+        for name, field in cls.model_fields.items():
+            default, value = field.default, data.get(name)
+            if isinstance(default, Block) and isinstance(value, Mapping):
+                merged[name] = merge_settings(default.to_dict(), value)
+        return merged
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None = None, path: str = "") -> Self:
+        """The block from plain values; a :class:`ConfigError` under `path` if they are bad."""
+        try:
+            return cls.model_validate({} if data is None else data)
+        except pydantic.ValidationError as error:
+            raise config_error(error, path) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values (lists, dicts, numbers, strings) that `from_dict` reads back."""
+        return self.model_dump(mode="json")
+
+
+def _described(value: Any) -> str:
+    text = repr(_plain(value))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _length_message(ctx: Mapping[str, Any], bound: str) -> str:
+    items = "items" if ctx.get("field_type") != "Dictionary" else "entries"
+    if bound == "min" and ctx["min_length"] == 1:
+        return f"must be non-empty (at least 1 of its {items})"
+    if bound == "min":
+        return f"is too short: needs at least {ctx['min_length']} {items}"
+    return f"is too long: takes at most {ctx['max_length']} {items}"
+
+
+# What each pydantic error type means in a config, said once.
+_MESSAGES = {
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "dict_type": "must be a mapping (key: value entries)",
+    "model_type": "must be a mapping (key: value entries)",
+    "model_attributes_type": "must be a mapping (key: value entries)",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "finite_number": "must be a finite number",
+    "missing": "is required",
+}
+
+
+def _message(error: Mapping[str, Any]) -> str:
+    kind, ctx = error["type"], error.get("ctx", {})
+    if kind in _MESSAGES:
+        text = _MESSAGES[kind]
+    elif kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        symbol = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<"}.get(kind, "<=")
+        bound = list(ctx.values())[0]
+        # Integer fields carry integer bounds; number fields float ones.
+        what = "an integer" if isinstance(bound, int) else "a number"
+        text = f"must be {what} {symbol} {bound:g}"
+    elif kind == "literal_error":
+        text = f"unknown value; allowed: {ctx['expected']}"
+    elif kind == "too_short":
+        text = _length_message(ctx, "min")
+    elif kind == "too_long":
+        text = _length_message(ctx, "max")
+    elif kind == "string_pattern_mismatch":
+        text = f"does not match the pattern {ctx['pattern']}"
+    elif kind == "union_tag_invalid":
+        text = f"unknown kind; allowed: {ctx['expected_tags']}"
+    elif kind == "union_tag_not_found":
+        text = f"needs a '{ctx['discriminator'].strip(chr(39))}' key naming its kind"
+    else:
+        text = error["msg"]
+    if kind == "missing":
+        return text
+    return f"{text}, got {_described(error['input'])}"
+
+
+def _format_path(prefix: str, location: Sequence[Any]) -> str:
+    path = prefix
+    parts = list(location)
+    for index, part in enumerate(parts):
+        if part == "[key]":
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif index + 1 < len(parts) and parts[index + 1] == "[key]":
+            path += f".{part!r}" if path else repr(part)
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def config_error(error: pydantic.ValidationError, path: str = "") -> ConfigError:
+    """The first error of a pydantic validation, as a :class:`ConfigError` under `path`."""
+    first = error.errors(include_url=False)[0]
+    location = list(first["loc"])
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError):
+        # Raised by a validator: its path is relative to the block it checked.
+        inner = cause.path.split(".") if cause.path else []
+        return ConfigError(_format_path(path, location + inner), cause.message)
+    if first["type"] == "missing" and location and isinstance(location[-1], int):
+        # A short fixed-length list (e.g. a point [x, y] given one number).
+        return ConfigError(
+            _format_path(path, location[:-1]),
+            f"is too short: needs {location[-1] + 1} or more items, got "
+            f"{_described(first['input'])}",
+        )
+    if first["type"] == "missing":
+        return ConfigError(
+            _format_path(path, location),
+            f"is required: add the key '{location[-1]}' here",
+        )
+    return ConfigError(_format_path(path, location) or "(top level)", _message(first))
