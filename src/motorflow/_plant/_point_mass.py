@@ -1,0 +1,83 @@
+"""A point mass in the plane, pushed directly by the network's force output."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import equinox as eqx
+from jaxtyping import Array, Float
+
+from ._base import AbstractPlant
+
+
+class PointMassState(eqx.Module):
+    """State of a point mass.
+
+    **Arguments:**
+
+    - `pos`: position (m), shape `(2,)`.
+    - `vel`: velocity (m/s), shape `(2,)`.
+    """
+
+    pos: Float[Array, " xy"]
+    vel: Float[Array, " xy"]
+
+
+class PointMass(AbstractPlant):
+    """A 2-D point mass with viscous damping: ``m x'' = control + F_ext - damping x'``.
+
+    The control is a Cartesian force (N), unbounded. One Euler step with
+    `n_substeps=1` reproduces `motorflow._mechanics.PointMass` bit for bit.
+
+    **Arguments:**
+
+    - `mass`: mass in kg (> 0).
+    - `damping`: viscous damping in N s/m (>= 0); the drag force is ``-damping * vel``.
+    """
+
+    mass: float = eqx.field(static=True, default=1.0)
+    damping: float = eqx.field(static=True, default=0.0)
+
+    n_controls: ClassVar[int] = 2
+    control_range: ClassVar[tuple[float, float] | None] = None
+    workspace_note: ClassVar[str] = "every finite point of the plane"
+
+    def __check_init__(self):
+        if not self.mass > 0:
+            raise ValueError(f"mass must be > 0, got {self.mass}")
+        if not self.damping >= 0:
+            raise ValueError(f"damping must be >= 0, got {self.damping}")
+
+    def init(
+        self, effector_pos: Float[Array, " xy"], effector_vel: Float[Array, " xy"]
+    ) -> PointMassState:
+        """The point mass at `effector_pos` moving with `effector_vel`, each shape `(2,)`."""
+        return PointMassState(pos=effector_pos, vel=effector_vel)
+
+    def vector_field(
+        self,
+        state: PointMassState,
+        control: Float[Array, " xy"],
+        external_force: Float[Array, " xy"],
+    ) -> PointMassState:
+        """``(vel, force / mass)``; the force is `control + external_force` minus drag."""
+        accel = (control + external_force - self.damping * state.vel) / self.mass
+        return PointMassState(pos=state.vel, vel=accel)
+
+    def constrain(self, state: PointMassState) -> PointMassState:
+        """The identity: the point mass is unconstrained."""
+        return state
+
+    def effector(self, state: PointMassState) -> tuple[Float[Array, " xy"], Float[Array, " xy"]]:
+        """The position and velocity, each shape `(2,)`."""
+        return state.pos, state.vel
+
+    def record(self, state: PointMassState) -> dict[str, Array]:
+        """Nothing beyond the effector's position and velocity."""
+        return {}
+
+    def is_reachable(self, pos: Sequence[float]) -> bool:
+        """True for any finite point: the plane is unbounded."""
+        return len(pos) == 2 and all(math.isfinite(float(p)) for p in pos)
