@@ -1,11 +1,9 @@
 """Every malformed config gets one message naming the key path, the bad value and what is allowed."""
 
 import pytest
-import yaml
-from workflow_helpers import REPO, at, tiny_config
+from workflow_helpers import at, tiny_config
 
 import motorflow as mf
-
 
 
 def drop(path):
@@ -308,6 +306,27 @@ CASES = {
         at("trainings.quick.loss", {"effort": 0.1}),
         "trainings.quick.loss.effort",
         ["0.1", "mapping"],
+    ),
+    # plants
+    "unknown plant kind": (
+        at("models.small.plant", {"kind": "robot"}),
+        "models.small.plant",
+        ["'robot'", "'arm'", "'muscle_arm'"],
+    ),
+    "a point-mass key on an arm": (
+        at("models.small.plant", {"kind": "arm", "mass": 2.0}),
+        "models.small.plant.mass",
+        ["unknown key 'mass'", "forearm_mass"],
+    ),
+    "a workspace beyond the arm's reach": (
+        at("models.small.plant", {"kind": "arm"}),
+        "experiments.quiet.task.workspace",
+        ["cannot reach", "[-1, -1]"],
+    ),
+    "a muscle force per muscle": (
+        at("models.small.plant", {"kind": "muscle_arm", "max_isometric_force": [800.0]}),
+        "models.small.plant.max_isometric_force",
+        ["at least 6"],
     ),
     # sizes whose work or storage would not fit
     "trial specs beyond any disk": (

@@ -74,4 +74,3 @@ def test_an_interrupted_checkpoint_write_is_ignored_and_cleaned_up(trained):
     resumed = setup.train(checkpoint_dir=directory.parent)
     assert_trees_equal(resumed.state, reference.state)
     assert not leftover.exists()
-

@@ -25,7 +25,12 @@ def test_unknown_key_is_named_with_its_path():
             "network.hidden_size",
             "an integer >= 1",
         ),
-        (mf.ModelConfig, {"network": {"cell": "lstm"}}, "network.cell", "'gru', 'rnn' or 'leaky', got 'lstm'"),
+        (
+            mf.ModelConfig,
+            {"network": {"cell": "lstm"}},
+            "network.cell",
+            "'gru', 'rnn' or 'leaky', got 'lstm'",
+        ),
         (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", "an integer >= 0"),
         (mf.ModelConfig, {"dt": "fast"}, "dt", "must be a number, got 'fast'"),
         (mf.ModelConfig, {"dt": 0}, "dt", "a number > 0, got 0"),

@@ -24,7 +24,7 @@ ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "resources
 
 def table(heading: str) -> dict[str, str]:
     """`key -> default` cells of the first table under `heading`."""
-    section = DOC[DOC.index(heading) :].split("\n## ")[0]
+    section = re.split(r"\n##+ ", DOC[DOC.index(heading) :])[0]
     rows = re.findall(r"^\| `([^|]+?)` \| ([^|]+?) \|", section, flags=re.MULTILINE)
     return {key.strip("`"): default.strip() for key, default in rows}
 
@@ -63,6 +63,24 @@ def test_every_documented_key_exists(heading):
     for row in table(heading):
         pattern = re.compile(row.replace("<term>", "[a-z_]+").replace(".", r"\."))
         assert any(pattern.fullmatch(key) for key in keys), f"{row} is no key of {heading}"
+
+
+@pytest.mark.parametrize("kind", sorted(mf.PLANTS))
+def test_every_plant_key_is_documented_with_its_default(kind):
+    config = mf.PLANTS[kind]()
+    rows = table(f"### `kind: {kind}`")
+    inherited = {}
+    for base in type(config).__mro__[1:]:
+        if base is not mf.PlantConfig and base in mf.PLANTS.values():
+            inherited |= table(f"### `kind: {base().kind}`")
+    common = set(mf.PlantConfig.model_fields)
+    for key, value in mf.flatten_settings(config.to_dict()).items():
+        if key in common:
+            continue
+        assert key in rows or key in inherited, f"plant {kind}: {key} is not documented"
+        cell = rows.get(key) or inherited[key]
+        assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
+    assert set(rows) <= set(config.to_dict()), f"plant {kind}: documents unknown keys"
 
 
 def test_every_resources_key_is_documented():

@@ -45,6 +45,14 @@ def rich_config() -> dict:
         shared_trials=True,
     )
     config["models"]["leaky"] = {"dt": 0.05, "network": {"cell": "leaky", "tau": 0.1}}
+    # A partial plant block (no kind) fits every kind's schema; the default kind holds.
+    config["models"]["small"]["plant"] = {"n_substeps": 2}
+    config["models"]["arm"] = {"plant": {"kind": "muscle_arm", "joint_viscosity": 0.1}}
+    config["tasks"]["near"] = {
+        "workspace": [[-0.15, 0.3], [0.15, 0.55]],
+        "eval": {"center": [0.0, 0.42], "distances": [0.1]},
+    }
+    config["experiments"]["arm"] = {"task": "near", "model": "arm", "training": "quick"}
     config["experiments"]["noisy"]["override"]["training"] = {"n_batches": 10}
     config["sweeps"] = {"s": {"experiment": "quiet", "grid": {"seed": [1, 2]}}}
     config["resources"] = {"train": {"threads": 2, "gpus": 1, "gpu_model": "a100"}}
@@ -105,4 +113,4 @@ def test_mutated_configs_get_a_config_error_or_resolve(base):
 
 
 def test_the_rich_base_config_is_valid():
-    assert len(mf.resolve_experiments(rich_config())) == 4
+    assert len(mf.resolve_experiments(rich_config())) == 5

@@ -73,10 +73,39 @@ CORPUS = {
     "task eval directions": (at("tasks.reach.eval.n_directions", 6), TASK),
     "task eval distances": (at("tasks.reach.eval.distances", [0.25, 0.5]), TASK),
     "task eval center": (at("tasks.reach.eval.center", [0.1, 0.0]), TASK),
-    # model: mechanics, network, feedback; every setting without weights
+    # model: plant, network, feedback; every setting without weights
     "model dt": (at("models.small.dt", 0.04), TRAIN),
-    "model mass": (at("models.small.mechanics.mass", 2.0), TRAIN),
-    "model damping": (at("models.small.mechanics.damping", 0.5), TRAIN),
+    "model mass": (at("models.small.plant.mass", 2.0), TRAIN),
+    "model damping": (at("models.small.plant.damping", 0.5), TRAIN),
+    "plant integration": (at("models.small.plant.method", "rk4"), TRAIN),
+    "plant sub-steps": (at("models.small.plant.n_substeps", 2), TRAIN),
+    # an arm long enough to reach the whole tiny workspace
+    "plant kind": (
+        at(
+            "models.small.plant",
+            {
+                "kind": "arm",
+                "upper_arm_length": 2.0,
+                "forearm_length": 2.0,
+                "joint_limits_deg": None,
+                "shoulder_pos": [0.0, -2.0],
+            },
+        ),
+        TRAIN,
+    ),
+    "arm setting": (
+        at(
+            "models.small.plant",
+            {
+                "kind": "arm",
+                "upper_arm_length": 2.1,
+                "forearm_length": 2.0,
+                "joint_limits_deg": None,
+                "shoulder_pos": [0.0, -2.0],
+            },
+        ),
+        TRAIN,
+    ),
     "model cell": (at("models.small.network.cell", "rnn"), TRAIN),
     "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),
     "model tau": (at("models.small.network.tau", 0.2), TRAIN),
@@ -121,7 +150,7 @@ CORPUS = {
     "train resources": (at("resources.train", {"threads": 1, "mem_mb": 999}), NOTHING),
     "evaluate resources": (at("resources.evaluate", {"runtime": 5}), NOTHING),
     "a block renamed": (rename_training, NOTHING),
-    "a default written out": (at("models.small.mechanics.mass", 1.0), NOTHING),
+    "a default written out": (at("models.small.plant.mass", 1.0), NOTHING),
     "a default loss term written out": (at("trainings.quick.loss", {"effort": {}}), NOTHING),
     "a number written another way": (at("trainings.quick.optimizer.learning_rate", 1e-2), NOTHING),
     # new experiments add their own jobs and redraw the comparison
@@ -166,7 +195,9 @@ def test_the_corpus_edits_every_setting_of_every_block():
         edit(config)
         for name, flat in _resolved_settings(config).items():
             edited |= {
-                key for key, value in flat.items() if name in base and base[name][key] != value
+                key
+                for key, value in flat.items()
+                if name in base and base[name].get(key, KeyError) != value
             }
     every = set(base["quiet"])
     # One weight and one discount stand for every loss term; one kind of task exists.
@@ -285,9 +316,10 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     assert filled["evaluation"] == {"goal_radius": 0.05}
     # A stage's partial resources keep that stage's own defaults.
     assert filled["resources"]["train"]["threads"] == 4
-    assert filled["resources"]["train"]["mem_mb"] == mf.WorkflowConfig.model_fields[
-        "resources"
-    ].default.train.mem_mb
+    assert (
+        filled["resources"]["train"]["mem_mb"]
+        == mf.WorkflowConfig.model_fields["resources"].default.train.mem_mb
+    )
 
 
 def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():

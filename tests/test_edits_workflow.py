@@ -25,7 +25,6 @@ import motorflow as mf
 pytestmark = pytest.mark.workflow
 
 
-
 def experiment(model=None, training=None, task=None, **spec):
     override = {
         block: value
@@ -71,8 +70,8 @@ EDITS = {
     "delay": {"model": {"feedback": {"delay": 2}}},
     "fnoise": {"model": {"feedback": {"noise_std": 0.1}}},
     "hnoise": {"model": {"network": {"hidden_noise_std": 0.05}}},
-    "mass": {"model": {"mechanics": {"mass": 1.5}}},
-    "damping": {"model": {"mechanics": {"damping": 0.3}}},
+    "mass": {"model": {"plant": {"mass": 1.5}}},
+    "damping": {"model": {"plant": {"damping": 0.3}}},
     "dt": {"model": {"dt": 0.04}},
     "cell": {"model": {"network": {"cell": "rnn"}}},
     "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
@@ -180,7 +179,7 @@ def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
 def test_the_dry_run_reason_names_the_changed_settings(edited):
     *_, reason = edited
     assert "before: 'model.feedback.delay=1' now: 'model.feedback.delay=2'" in reason
-    assert "model.mechanics.mass=1.5" in reason
+    assert "model.plant.mass=1.5" in reason
     assert "checkpoint_every" not in reason and "jax_cache" not in reason
 
 

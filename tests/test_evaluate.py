@@ -12,9 +12,19 @@ def test_states_dataset_has_labelled_dims_coords_and_attrs(tmp_path):
     config, task = tiny_model_config(), tiny_task(n_steps=12)
     ensemble = mf.make_ensemble(config, n_replicates=2, n_task_inputs=2, key=jax.random.key(0))
     states = mf.evaluate(ensemble, task, config, key=jax.random.key(1), attrs={"seed": 3})
-    assert dict(states.sizes) == {"replicate": 2, "trial": 4, "time": 12, "component": 2, "unit": 8}
-    for name in ("pos", "vel", "force", "output"):
+    assert dict(states.sizes) == {
+        "replicate": 2,
+        "trial": 4,
+        "time": 12,
+        "component": 2,
+        "actuator": 2,
+        "unit": 8,
+    }
+    for name in ("pos", "vel"):
         assert states[name].dims == ("replicate", "trial", "time", "component")
+    for name in ("control", "output"):
+        assert states[name].dims == ("replicate", "trial", "time", "actuator")
+    assert list(states.actuator.values) == ["x", "y"]
     assert states.hidden.dims == ("replicate", "trial", "time", "unit")
     assert states.goal.dims == ("trial", "component")
     assert list(states.component.values) == ["x", "y"]

@@ -37,6 +37,7 @@ class _Oscillator(AbstractPlant):
     omega: float = eqx.field(static=True, default=2 * math.pi)
 
     n_controls: ClassVar[int] = 1
+    record_dims: ClassVar[dict[str, str]] = {}
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = "the x axis"
 
@@ -57,6 +58,9 @@ class _Oscillator(AbstractPlant):
 
     def record(self, state):
         return {}
+
+    def labels(self):
+        return {"actuator": ("x",)}
 
     def is_reachable(self, pos: Sequence[float]) -> bool:
         return float(pos[1]) == 0.0
@@ -157,7 +161,7 @@ def _random_inputs(n: int, n_controls: int, key: jax.Array):
 
 @pytest.mark.parametrize("name", sorted(PLANTS))
 def test_vmapped_jitted_step_equals_one_at_a_time(name):
-    plant = PLANTS[name]()
+    plant = PLANTS[name]().build()
     pos, controls, forces = _random_inputs(4, plant.n_controls, jax.random.key(7))
     assert all(plant.is_reachable(p) for p in np.asarray(pos))
 
@@ -180,14 +184,14 @@ def test_vmapped_jitted_step_equals_one_at_a_time(name):
 
 @pytest.mark.parametrize("name", sorted(PLANTS))
 def test_registry_plants_build_with_defaults_and_hold_no_arrays(name):
-    plant = PLANTS[name]()
+    plant = PLANTS[name]().build()
     assert isinstance(plant, AbstractPlant)
     assert jax.tree.leaves(plant) == []  # every setting is static: part of the tree structure
     assert isinstance(plant.n_controls, int) and plant.n_controls > 0
     assert plant.control_range is None or plant.control_range[0] < plant.control_range[1]
     assert isinstance(plant.workspace_note, str) and plant.workspace_note
     # A changed setting changes the tree structure.
-    assert jax.tree.structure(plant) != jax.tree.structure(PLANTS[name](**{_a_setting(plant): 0.5}))
+    assert jax.tree.structure(plant) != jax.tree.structure(type(plant)(**{_a_setting(plant): 0.5}))
 
 
 def _a_setting(plant: AbstractPlant) -> str:
@@ -200,12 +204,15 @@ def _a_setting(plant: AbstractPlant) -> str:
 
 def test_registry_names_and_control_sizes():
     assert set(PLANTS) == {"point_mass", "arm", "muscle_arm"}
-    assert {name: cls.n_controls for name, cls in PLANTS.items()} == {
+    plants = {name: config().build() for name, config in PLANTS.items()}
+    assert {name: plant.n_controls for name, plant in plants.items()} == {
         "point_mass": 2,
         "arm": 2,
         "muscle_arm": 6,
     }
-    assert PLANTS["muscle_arm"].control_range == (0.0, 1.0)
+    assert plants["muscle_arm"].control_range == (0.0, 1.0)
+    for name, config in PLANTS.items():
+        assert config().kind == name
 
 
 def test_reachability_needs_no_jax_backend():
@@ -219,8 +226,8 @@ package.__path__ = {list(motorflow.__path__)!r}
 sys.modules["motorflow"] = package
 import jax._src.xla_bridge as xla_bridge
 from motorflow._plant import PLANTS
-for cls in PLANTS.values():
-    plant = cls()
+for config in PLANTS.values():
+    plant = config().build()
     plant.is_reachable([0.05, 0.42])
     plant.is_reachable((3.0, -3.0))
 assert not xla_bridge.backends_are_initialized(), "a JAX backend was started"

@@ -17,7 +17,7 @@ def rollout(config, n_steps=15, seed=0):
 @pytest.mark.parametrize("cell", ["gru", "rnn", "leaky"])
 def test_rollout_returns_every_state_with_its_shape(cell):
     states = rollout(tiny_model_config(cell=cell), n_steps=15)
-    assert states.pos.shape == states.vel.shape == states.force.shape == (15, 2)
+    assert states.pos.shape == states.vel.shape == states.control.shape == (15, 2)
     assert states.output.shape == (15, 2) and states.hidden.shape == (15, 8)
     assert states.feedback.shape == (15, 4)
     np.testing.assert_array_equal(states.pos[0], np.float32([0.1, 0.2]))
@@ -53,19 +53,10 @@ def test_hidden_noise_changes_the_trajectory_only_when_set():
     np.testing.assert_array_equal(noisy.hidden, again.hidden)
 
 
-def test_point_mass_takes_an_explicit_euler_step_with_damping():
-    body = mf.PointMass(mass=2.0, damping=0.5, dt=0.1)
-    state = body.init(jnp.array([1.0, 0.0]), jnp.array([0.0, 2.0]))
-    new = body(state, jnp.array([1.0, 1.0]))
-    np.testing.assert_allclose(new.pos, [1.0, 0.2])
-    np.testing.assert_allclose(new.vel, [0.05, 2.0 + 0.1 * (1.0 - 1.0) / 2.0])
-    np.testing.assert_array_equal(new.force, [1.0, 1.0])
-
-
 def test_force_moves_the_body_in_the_rollout():
     states = rollout(tiny_model_config())
     dt = 0.05
-    np.testing.assert_allclose(states.vel[1], states.vel[0] + dt * states.force[0], rtol=1e-6)
+    np.testing.assert_allclose(states.vel[1], states.vel[0] + dt * states.control[0], rtol=1e-6)
     np.testing.assert_allclose(states.pos[1], states.pos[0] + dt * states.vel[0], rtol=1e-6)
 
 

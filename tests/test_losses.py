@@ -9,10 +9,11 @@ def make_rollout(n_trials=2, n_steps=4, hidden=3):
     return mf.Rollout(
         pos=pos,
         vel=jnp.full((n_trials, n_steps, 2), 2.0),
-        force=jnp.full((n_trials, n_steps, 2), 3.0),
+        control=jnp.full((n_trials, n_steps, 2), 3.0),
         hidden=jnp.full((n_trials, n_steps, hidden), 0.5),
         output=jnp.full((n_trials, n_steps, 2), 3.0),
         feedback=jnp.zeros((n_trials, n_steps, 4)),
+        plant={},
     )
 
 

@@ -124,8 +124,19 @@ def planned_jobs(workdir: Path, *args: str) -> set[tuple[str, str]]:
     return {(rule, wildcards) for rule, wildcards in jobs}
 
 
-def assert_same_results(workdir_a: Path, workdir_b: Path, experiments: list[str]) -> None:
-    """Every Zarr store and model of the experiments holds identical arrays in both."""
+EXPERIMENT_STORES = ("history.zarr", "states.zarr", "metrics.zarr")
+
+
+def assert_same_results(
+    workdir_a: Path,
+    workdir_b: Path,
+    experiments: list[str],
+    stores_of_each: tuple[str, ...] = EXPERIMENT_STORES,
+) -> None:
+    """Every Zarr store and model of the experiments holds identical arrays in both.
+
+    `stores_of_each` names the experiment stores compared (default: all of them).
+    """
     import equinox as eqx
     import numpy as np
     import xarray as xr
@@ -138,7 +149,7 @@ def assert_same_results(workdir_a: Path, workdir_b: Path, experiments: list[str]
         for s in ("train.zarr", "eval.zarr")
     ]
     for experiment in experiments:
-        stores += [Path(experiment, s) for s in ("history.zarr", "states.zarr", "metrics.zarr")]
+        stores += [Path(experiment, s) for s in stores_of_each]
     # Only the stores a run wrote (a run may have stopped at a stage); both runs must agree.
     stores = [s for s in stores if (workdir_a / "results" / s).exists()]
     assert all((workdir_b / "results" / s).exists() for s in stores)

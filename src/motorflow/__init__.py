@@ -8,7 +8,6 @@ from ._config import (
     FeedbackConfig,
     LossConfig,
     LossTermConfig,
-    MechanicsConfig,
     ModelConfig,
     NetworkConfig,
     OptimizerConfig,
@@ -47,9 +46,19 @@ from ._history import empty_history, history_dataset, validation_steps
 from ._io import load_ensemble, save_ensemble
 from ._loop import ClosedLoop, Rollout
 from ._losses import loss_terms, total_loss
-from ._mechanics import MechanicsState, PointMass
 from ._metrics import metrics_table, reach_metrics
 from ._network import Network
+from ._plant import (
+    PLANTS,
+    AbstractPlant,
+    ArmConfig,
+    MuscleArm,
+    MuscleArmConfig,
+    PlantConfig,
+    PointMass,
+    PointMassConfig,
+    TwoLinkArm,
+)
 from ._optim import learning_rate_schedule, make_optimizer
 from ._runtime import enable_compilation_cache, stage_logging
 from ._stages import (
@@ -85,6 +94,15 @@ from ._trainable import trainable_filter
 from ._workflow_config import WorkflowConfig, check_name, config_json_schema, parse_config
 
 __all__ = [
+    "PLANTS",
+    "AbstractPlant",
+    "ArmConfig",
+    "MuscleArm",
+    "MuscleArmConfig",
+    "PlantConfig",
+    "PointMass",
+    "PointMassConfig",
+    "TwoLinkArm",
     "AbstractCell",
     "CenterOut",
     "CenterOutConfig",
@@ -100,14 +118,11 @@ __all__ = [
     "LeakyCell",
     "LossConfig",
     "LossTermConfig",
-    "MechanicsConfig",
-    "MechanicsState",
     "ModelConfig",
     "Network",
     "NetworkConfig",
     "NonFiniteLossError",
     "OptimizerConfig",
-    "PointMass",
     "PositionTermConfig",
     "ReachTask",
     "Rollout",

@@ -24,15 +24,9 @@ from ._config_base import (
     PositiveNumber,
     Text,
 )
+from ._plant import AnyPlantConfig, PointMassConfig
 
 CELLS = ("gru", "rnn", "leaky")
-
-
-class MechanicsConfig(Block):
-    """Point mass: `mass` (kg) and viscous `damping` (N s/m)."""
-
-    mass: PositiveNumber = 1.0
-    damping: NonNegativeNumber = 0.0
 
 
 class NetworkConfig(Block):
@@ -52,10 +46,14 @@ class FeedbackConfig(Block):
 
 
 class ModelConfig(Block):
-    """A closed-loop controller: mechanics + network + feedback, stepped every `dt` s."""
+    """A closed-loop controller: plant + network + feedback, stepped every `dt` s.
+
+    `plant` is one of the registered plants (`motorflow.PLANTS`), chosen by its
+    ``kind``; a block naming another kind than its default replaces it whole.
+    """
 
     dt: PositiveNumber = 0.05
-    mechanics: MechanicsConfig = MechanicsConfig()
+    plant: AnyPlantConfig = PointMassConfig()
     network: NetworkConfig = NetworkConfig()
     feedback: FeedbackConfig = FeedbackConfig()
 
@@ -225,8 +223,7 @@ class TrainConfig(Block):
         if self.checkpoint_every % self.log_every:
             raise ConfigError(
                 "checkpoint_every",
-                f"must be a multiple of log_every ({self.log_every}), got "
-                f"{self.checkpoint_every}",
+                f"must be a multiple of log_every ({self.log_every}), got {self.checkpoint_every}",
             )
         return self
 
@@ -238,11 +235,38 @@ class TrainConfig(Block):
         return settings
 
 
+def _workspace_samples(task: TaskConfig, per_side: int = 11) -> list[tuple[float, float]]:
+    """A grid over the workspace rectangle (its corners and edges included), plus
+    every evaluation goal and the evaluation center."""
+    (x0, y0), (x1, y1) = task.workspace
+    grid = [
+        (x0 + (x1 - x0) * i / (per_side - 1), y0 + (y1 - y0) * j / (per_side - 1))
+        for i in range(per_side)
+        for j in range(per_side)
+    ]
+    return [*grid, task.eval.center, *task.eval.goals()]
+
+
 def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") -> None:
-    """Cross-block checks: a feedback delay must leave steps to act on."""
+    """Cross-block checks: a feedback delay must leave steps to act on, and the plant
+    must reach every point of the task's workspace (checked on a grid, in plain
+    Python: no JAX computation)."""
+
+    def key(name: str) -> str:
+        return f"{path}.{name}" if path else name
+
     if model.feedback.delay >= task.n_steps:
         raise ConfigError(
-            f"{path}.model.feedback.delay" if path else "model.feedback.delay",
+            key("model.feedback.delay"),
             f"delay ({model.feedback.delay} steps) must be smaller than the task's "
             f"n_steps ({task.n_steps})",
         )
+    plant = model.plant.build()
+    for point in _workspace_samples(task):
+        if not plant.is_reachable(point):
+            raise ConfigError(
+                key("task.workspace"),
+                f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}] "
+                f"of the workspace {_lists(task.workspace)} or its evaluation goals "
+                f"({plant.workspace_note}); choose a workspace inside its reach",
+            )

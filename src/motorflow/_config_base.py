@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, Union
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
@@ -52,15 +52,20 @@ def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
         old = merged.get(key)
-        if (
-            isinstance(value, Mapping)
-            and isinstance(old, Mapping)
-            and value.get("kind", old.get("kind")) == old.get("kind")
-        ):
+        if _same_kind(old, value):
             merged[key] = merge_settings(old, value)
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def _same_kind(old: Any, new: Any) -> bool:
+    """Both are mappings, and `new` names no other ``kind`` than `old`."""
+    return (
+        isinstance(old, Mapping)
+        and isinstance(new, Mapping)
+        and new.get("kind", old.get("kind")) == old.get("kind")
+    )
 
 
 class Block(BaseModel):
@@ -84,7 +89,7 @@ class Block(BaseModel):
         merged = dict(data)
         for name, field in cls.model_fields.items():
             default, value = field.default, data.get(name)
-            if isinstance(default, Block) and isinstance(value, Mapping):
+            if isinstance(default, Block) and _same_kind(default.to_dict(), value):
                 merged[name] = merge_settings(default.to_dict(), value)
         return merged
 
@@ -99,6 +104,21 @@ class Block(BaseModel):
     def to_dict(self) -> dict[str, Any]:
         """Plain values (lists, dicts, numbers, strings) that `from_dict` reads back."""
         return self.model_dump(mode="json")
+
+
+# The `kind` values of every tagged union (see `tagged_union`): pydantic puts the
+# chosen kind into an error's location, which a key path leaves out.
+_UNION_TAGS: set[str] = set()
+
+
+def tagged_union(members: Sequence[type[Block]]) -> Any:
+    """One block of several kinds, chosen by its ``kind`` key (a registry's config type).
+
+    Each member declares ``kind: Literal["<name>"]``; the JSON Schema becomes a
+    ``oneOf`` with a discriminator, and an unknown kind is an error listing the kinds.
+    """
+    _UNION_TAGS.update(member.model_fields["kind"].default for member in members)
+    return Annotated[Union[tuple(members)], Field(discriminator="kind")]  # noqa: UP007
 
 
 def _described(value: Any) -> str:
@@ -171,7 +191,11 @@ def _message(error: Mapping[str, Any]) -> str:
 
 def _format_path(prefix: str, location: Sequence[Any]) -> str:
     path = prefix
-    parts = list(location)
+    parts = [
+        part
+        for index, part in enumerate(location)
+        if not (index and isinstance(part, str) and part in _UNION_TAGS)
+    ]
     for index, part in enumerate(parts):
         if part == "[key]":
             continue

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._config import ModelConfig
 from ._feedback import N_FEEDBACK, FeedbackChannel
 from ._loop import ClosedLoop
-from ._mechanics import PointMass
-from ._network import N_FORCE, Network
+from ._network import Network
 
 
 def _cell(config: ModelConfig, input_size: int, key: PRNGKeyArray) -> AbstractCell:
@@ -34,17 +34,23 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
     """
     cell_key, readout_key = jax.random.split(key)
     cell = _cell(config, n_task_inputs + N_FEEDBACK, cell_key)
+    plant = config.plant.build()
+    readout = eqx.nn.Linear(config.network.hidden_size, plant.n_controls, key=readout_key)
+    if plant.control_range is not None:
+        # Bounded controls (muscle excitations) start near their low end, so an untrained
+        # network does not co-contract every muscle into the joint limits; MotorNet's
+        # policies initialise their output bias to -5 for the same reason.
+        readout = eqx.tree_at(lambda linear: linear.bias, readout, jnp.full(plant.n_controls, -5.0))
     network = Network(
         cell=cell,
-        readout=eqx.nn.Linear(config.network.hidden_size, N_FORCE, key=readout_key),
+        readout=readout,
         hidden_noise_std=float(config.network.hidden_noise_std),
     )
     return ClosedLoop(
-        mechanics=PointMass(
-            mass=float(config.mechanics.mass),
-            damping=float(config.mechanics.damping),
-            dt=float(config.dt),
-        ),
+        plant=plant,
+        dt=float(config.dt),
+        method=config.plant.method,
+        n_substeps=config.plant.n_substeps,
         network=network,
         feedback=FeedbackChannel(
             delay=int(config.feedback.delay), noise_std=float(config.feedback.noise_std)

@@ -56,17 +56,22 @@ def evaluate(
 ) -> xr.Dataset:
     """The ensemble's states on the task's center-out set (or `trials`).
 
-    Returns a Dataset with dims `replicate`, `trial`, `time`, `component` (x, y)
-    and `unit`; variables ``pos``, ``vel``, ``force``, ``output``
-    `(replicate, trial, time, component)`, ``hidden`` `(replicate, trial, time,
-    unit)` and ``goal`` `(trial, component)`; coords ``time`` in seconds,
-    ``goal_angle`` (radians) and ``goal_distance`` per trial. The model and task
-    configs, and any extra `attrs`, are stored as JSON strings in the attributes.
+    Returns a Dataset with dims `replicate`, `trial`, `time`, `component` (x, y),
+    `actuator` (one per plant control, labelled) and `unit`; variables ``pos``,
+    ``vel`` `(replicate, trial, time, component)`, ``control`` (what the plant
+    received) and ``output`` (the network's readout) `(replicate, trial, time,
+    actuator)`, ``hidden`` `(replicate, trial, time, unit)`, ``goal`` `(trial,
+    component)`, and the plant's own variables (e.g. ``joint_angle`` along `joint`,
+    ``muscle_force`` along `muscle`); coords ``time`` in seconds, ``goal_angle``
+    (radians) and ``goal_distance`` per trial. The model and task configs, and any
+    extra `attrs`, are stored as JSON strings in the attributes.
     """
     trials = task.eval_trials() if trials is None else trials
     rollout = jax.tree.map(np.asarray, rollout_ensemble(ensemble, trials.trials, task, key=key))
     n_rep, n_trials, n_steps, n_units = rollout.hidden.shape
     vector = ("replicate", "trial", "time", "component")
+    controls = ("replicate", "trial", "time", "actuator")
+    plant = ensemble.plant
     stored_attrs = {
         name: json.dumps(value, sort_keys=True)
         for name, value in {
@@ -79,10 +84,14 @@ def evaluate(
         {
             "pos": (vector, rollout.pos),
             "vel": (vector, rollout.vel),
-            "force": (vector, rollout.force),
-            "output": (vector, rollout.output),
+            "control": (controls, rollout.control),
+            "output": (controls, rollout.output),
             "hidden": (("replicate", "trial", "time", "unit"), rollout.hidden),
             "goal": (("trial", "component"), np.asarray(trials.trials.goal_pos)),
+            **{
+                name: (("replicate", "trial", "time", plant.record_dims[name]), values)
+                for name, values in rollout.plant.items()
+            },
         },
         coords={
             "replicate": np.arange(n_rep),
@@ -93,6 +102,7 @@ def evaluate(
                 {"units": "s"},
             ),
             "component": COMPONENTS,
+            **{dim: np.array(labels, dtype=object) for dim, labels in plant.labels().items()},
             "unit": np.arange(n_units),
             "goal_angle": ("trial", np.asarray(trials.goal_angle), {"units": "rad"}),
             "goal_distance": ("trial", np.asarray(trials.goal_distance)),

@@ -149,7 +149,9 @@ def _check_trial_specs_fit(training: TrainConfig, path: str) -> None:
         )
 
 
-def _resolve_one(settings: WorkflowConfig, name: str, spec: ExperimentSpec, path: str) -> Experiment:
+def _resolve_one(
+    settings: WorkflowConfig, name: str, spec: ExperimentSpec, path: str
+) -> Experiment:
     _check_experiment_name(name, path)
     blocks: dict[str, Any] = {}
     for block, (section, cls) in BLOCKS.items():
@@ -277,9 +279,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     """
     settings = _typed(config)
     specs = _experiment_specs(settings)
-    return {
-        name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()
-    }
+    return {name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()}
 
 
 def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) -> Experiment:

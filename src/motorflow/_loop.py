@@ -1,15 +1,15 @@
-"""The closed loop: feedback -> network -> force -> mechanics, scanned over time."""
+"""The closed loop: feedback -> network -> control -> plant, scanned over time."""
 
 from __future__ import annotations
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._feedback import FeedbackChannel
-from ._mechanics import MechanicsState, PointMass
 from ._network import Network
+from ._plant import AbstractPlant, step
 
 
 class Rollout(eqx.Module):
@@ -17,31 +17,46 @@ class Rollout(eqx.Module):
 
     At step t the effector is at `pos[t]` with `vel[t]`; the network sees
     `feedback[t]` (position and velocity of step ``t - delay``, plus noise) and the
-    task input, updates to `hidden[t]` and emits `output[t]`, which is applied as
-    `force[t]` during ``[t, t + 1]``.
+    task input, updates to `hidden[t]` and emits `output[t]`, which the plant
+    receives as `control[t]` (squashed into its control range, if it has one)
+    during ``[t, t + 1]``. `plant` holds the plant's own recorded variables at step t
+    (joint angles, muscle activations, ...; see ``AbstractPlant.record``).
     """
 
     pos: Float[Array, "time 2"]
     vel: Float[Array, "time 2"]
-    force: Float[Array, "time 2"]
+    control: Float[Array, "time control"]
     hidden: Float[Array, "time hidden"]
-    output: Float[Array, "time 2"]
+    output: Float[Array, "time control"]
     feedback: Float[Array, "time 4"]
+    plant: dict[str, Array]
 
 
 class ClosedLoop(eqx.Module):
-    """A network controlling a point mass through a feedback channel.
+    """A network controlling a plant through a feedback channel.
 
     **Arguments:**
 
-    - `mechanics`: the body.
-    - `network`: the controller.
+    - `plant`: the body.
+    - `network`: the controller; its readout has one output per plant control.
     - `feedback`: the sensory channel.
+    - `dt`: the network's step (s); the plant integrates it in `n_substeps` sub-steps
+      with `method` (``"euler"`` or ``"rk4"``).
     """
 
-    mechanics: PointMass
+    plant: AbstractPlant
     network: Network
     feedback: FeedbackChannel
+    dt: float = eqx.field(static=True)
+    method: str = eqx.field(static=True, default="euler")
+    n_substeps: int = eqx.field(static=True, default=1)
+
+    def control(self, output: Float[Array, " control"]) -> Float[Array, " control"]:
+        """The plant's control from the network's output: a sigmoid into its range, if any."""
+        if self.plant.control_range is None:
+            return output
+        low, high = self.plant.control_range
+        return low + (high - low) * jax.nn.sigmoid(output)
 
     def rollout(
         self,
@@ -51,32 +66,44 @@ class ClosedLoop(eqx.Module):
         *,
         key: PRNGKeyArray,
     ) -> Rollout:
-        """Run ``len(task_input)`` steps from rest state (`init_pos`, `init_vel`)."""
-        mech = self.mechanics.init(init_pos, init_vel)
-        queue = self.feedback.init(_observe(mech))
+        """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`)."""
+        state = self.plant.init(init_pos, init_vel)
+        queue = self.feedback.init(self._observe(state))
         hidden = jnp.zeros(self.network.cell.hidden_size, init_pos.dtype)
+        no_force = jnp.zeros_like(init_pos)
         n_steps = task_input.shape[0]
 
-        def step(carry, xs):
-            mech, queue, hidden = carry
+        def one_step(carry, xs):
+            state, queue, hidden = carry
             task_in, step_key = xs
             feedback_key, network_key = jax.random.split(step_key)
-            queue, seen = self.feedback(queue, _observe(mech), key=feedback_key)
+            queue, seen = self.feedback(queue, self._observe(state), key=feedback_key)
             hidden, output = self.network(jnp.concatenate([task_in, seen]), hidden, key=network_key)
+            control = self.control(output)
+            pos, vel = self.plant.effector(state)
             record = Rollout(
-                pos=mech.pos,
-                vel=mech.vel,
-                force=output,
+                pos=pos,
+                vel=vel,
+                control=control,
                 hidden=hidden,
                 output=output,
                 feedback=seen,
+                plant=self.plant.record(state),
             )
-            return (self.mechanics(mech, output), queue, hidden), record
+            state = step(
+                self.plant,
+                state,
+                control,
+                no_force,
+                dt=self.dt,
+                method=self.method,
+                n_substeps=self.n_substeps,
+            )
+            return (state, queue, hidden), record
 
         keys = jax.random.split(key, n_steps)
-        _, states = jax.lax.scan(step, (mech, queue, hidden), (task_input, keys))
+        _, states = jax.lax.scan(one_step, (state, queue, hidden), (task_input, keys))
         return states
 
-
-def _observe(mech: MechanicsState) -> Float[Array, 4]:
-    return jnp.concatenate([mech.pos, mech.vel])
+    def _observe(self, state: PyTree) -> Float[Array, 4]:
+        return jnp.concatenate(self.plant.effector(state))

@@ -23,7 +23,7 @@ def _final_velocity(rollout: Rollout, trials: Trials, config: LossConfig) -> Arr
 
 
 def _effort(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
-    return jnp.sum(rollout.force**2, axis=(-2, -1))
+    return jnp.sum(rollout.control**2, axis=(-2, -1))
 
 
 def _hidden(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
@@ -45,12 +45,10 @@ def loss_terms(config: LossConfig, rollout: Rollout, trials: Trials) -> dict[str
     - ``position``: squared distance to the goal summed over time, weighted by
       ``((t+1)/n_steps) ** discount_power``.
     - ``final_velocity``: squared speed at the last step.
-    - ``effort``: squared force summed over time.
+    - ``effort``: squared control (force, torques or excitations) summed over time.
     - ``hidden``: squared hidden activity summed over time and units.
     """
-    return {
-        name: jnp.mean(_TERMS[name](rollout, trials, config)) for name in config.terms
-    }
+    return {name: jnp.mean(_TERMS[name](rollout, trials, config)) for name in config.terms}
 
 
 def total_loss(config: LossConfig, terms: dict[str, Array]) -> Array:

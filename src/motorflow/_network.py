@@ -1,4 +1,4 @@
-"""The controller: a recurrent cell, optional hidden noise, a linear force readout."""
+"""The controller: a recurrent cell, optional hidden noise, a linear readout of controls."""
 
 from __future__ import annotations
 
@@ -8,16 +8,14 @@ from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._cells import AbstractCell
 
-N_FORCE = 2
-
 
 class Network(eqx.Module):
-    """Recurrent network whose readout is the force applied to the effector.
+    """Recurrent network whose readout is the plant's control (a force, torques, excitations).
 
     **Arguments:**
 
     - `cell`: the recurrent cell.
-    - `readout`: linear map from the hidden state to a 2-D force.
+    - `readout`: linear map from the hidden state to the plant's controls.
     - `hidden_noise_std`: std of Gaussian noise added to the hidden state each step.
     """
 
@@ -31,8 +29,8 @@ class Network(eqx.Module):
         hidden: Float[Array, " hidden"],
         *,
         key: PRNGKeyArray,
-    ) -> tuple[Float[Array, " hidden"], Float[Array, 2]]:
-        """One step: returns the new hidden state and the output force."""
+    ) -> tuple[Float[Array, " hidden"], Float[Array, " control"]]:
+        """One step: returns the new hidden state and the output."""
         hidden = self.cell(input, hidden)
         if self.hidden_noise_std > 0:
             hidden = hidden + self.hidden_noise_std * jax.random.normal(key, hidden.shape)

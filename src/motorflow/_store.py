@@ -144,8 +144,8 @@ def read_center_out(path: str | Path) -> CenterOut:
 STATE_VARIABLES = {
     "pos": ("replicate", "trial", "time", "component"),
     "vel": ("replicate", "trial", "time", "component"),
-    "force": ("replicate", "trial", "time", "component"),
-    "output": ("replicate", "trial", "time", "component"),
+    "control": ("replicate", "trial", "time", "actuator"),
+    "output": ("replicate", "trial", "time", "actuator"),
     "hidden": ("replicate", "trial", "time", "unit"),
     "goal": ("trial", "component"),
 }

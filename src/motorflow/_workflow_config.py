@@ -131,9 +131,9 @@ class StageResources(Block):
     gpu_model: Annotated[Text, Field(pattern=SITE_NAME)] | None = Field(
         None, description="SLURM: --gpus=<gpu_model>:<gpus>"
     )
-    gres: Annotated[
-        Text, Field(pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_.]+)?(:[0-9]+[TGM]?)?$")
-    ] | None = Field(
+    gres: (
+        Annotated[Text, Field(pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_.]+)?(:[0-9]+[TGM]?)?$")] | None
+    ) = Field(
         None,
         description="SLURM: --gres=<gres>, for sites that take only --gres (instead of gpus)",
     )
@@ -189,9 +189,7 @@ class WorkflowConfig(Block):
 
     def filled_sections(self) -> dict[str, Any]:
         """The top-level settings other than the named blocks, every default filled in."""
-        return self.model_dump(
-            mode="json", exclude={"tasks", "models", "trainings", "experiments"}
-        )
+        return self.model_dump(mode="json", exclude={"tasks", "models", "trainings", "experiments"})
 
 
 def check_finite(value: Any, path: str = "") -> None:
@@ -233,10 +231,15 @@ class _Schema(GenerateJsonSchema):
 
 
 def _name_keyed(node: Any) -> Any:
-    """pydantic writes constrained dict keys as ``patternProperties``, which lets other
-    keys through; name them with ``propertyNames`` instead, so every key is checked."""
+    """Post-processing of pydantic's schema: constrained dict keys, written as
+    ``patternProperties`` (which lets other keys through), become ``propertyNames``;
+    a tagged union's ``oneOf`` becomes ``anyOf``."""
     if isinstance(node, dict):
         node = {key: _name_keyed(value) for key, value in node.items()}
+        if "discriminator" in node and "oneOf" in node:
+            # Every key of a block is optional, so a partial block without its `kind`
+            # (e.g. {n_substeps: 2}) can fit several kinds; the typed config settles it.
+            node["anyOf"] = node.pop("oneOf")
         patterns = node.pop("patternProperties", None)
         if patterns:
             ((pattern, values),) = patterns.items()
@@ -259,6 +262,10 @@ def config_json_schema() -> dict[str, Any]:
     """
     schema = _name_keyed(WorkflowConfig.model_json_schema(schema_generator=_Schema))
     override = schema["$defs"]["Override"]["properties"]
-    for block, definition in (("task", "TaskConfig"), ("model", "ModelConfig"), ("training", "TrainConfig")):
+    for block, definition in (
+        ("task", "TaskConfig"),
+        ("model", "ModelConfig"),
+        ("training", "TrainConfig"),
+    ):
         override[block] = {"anyOf": [{"$ref": f"#/$defs/{definition}"}, {"type": "null"}]}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -6,26 +6,35 @@ Pure dynamics: each plant is a vector field over an explicit state pytree, stepp
 
 from __future__ import annotations
 
-from ._arm import ArmState, TwoLinkArm
-from ._base import AbstractPlant
+from .._config_base import tagged_union
+from ._arm import ArmConfig, ArmState, TwoLinkArm
+from ._base import AbstractPlant, PlantConfig
 from ._integrate import METHODS, step
-from ._muscles import MuscleArm, MuscleArmState, hill_force
-from ._point_mass import PointMass, PointMassState
+from ._muscles import MuscleArm, MuscleArmConfig, MuscleArmState, hill_force
+from ._point_mass import PointMass, PointMassConfig, PointMassState
 
-PLANTS: dict[str, type[AbstractPlant]] = {
-    "point_mass": PointMass,
-    "arm": TwoLinkArm,
-    "muscle_arm": MuscleArm,
+# The registry: a plant's config `kind` -> its settings class (whose `build` makes it).
+# Adding a plant is one module with the plant and its config, plus one line here.
+PLANTS: dict[str, type[PlantConfig]] = {
+    config.model_fields["kind"].default: config
+    for config in (PointMassConfig, ArmConfig, MuscleArmConfig)
 }
+# A model's `plant:` block: one of the registered kinds, chosen by its `kind` key.
+AnyPlantConfig = tagged_union(list(PLANTS.values()))
 
 __all__ = [
     "METHODS",
     "PLANTS",
     "AbstractPlant",
+    "AnyPlantConfig",
+    "ArmConfig",
     "ArmState",
     "MuscleArm",
+    "MuscleArmConfig",
     "MuscleArmState",
+    "PlantConfig",
     "PointMass",
+    "PointMassConfig",
     "PointMassState",
     "TwoLinkArm",
     "hill_force",

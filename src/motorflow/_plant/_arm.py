@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._base import AbstractPlant, frozen
+from .._config_base import NonNegativeNumber, Number, Point, PositiveNumber
+from ._base import AbstractPlant, PlantConfig, frozen
 
 # Default parameters: the skeleton MotorNet builds for its six-muscle arm, the
 # `TwoDofArm(m1=1.82, m2=1.43, l1g=.135, l2g=.165, i1=.051, i2=.057, l1=.309, l2=.333)`
@@ -35,6 +36,7 @@ JOINT_LIMITS = (
     (0.0, math.radians(135.0)),
     (0.0, math.radians(155.0)),
 )  # rad, (low, high) per joint
+JOINT_NAMES = ("shoulder", "elbow")
 MAX_JOINT_SPEED = 1000.0  # rad/s; MotorNet's defensive velocity bound
 
 
@@ -120,6 +122,7 @@ class TwoLinkArm(AbstractPlant):
     shoulder_pos: tuple[float, float] = eqx.field(static=True, default=(0.0, 0.0), converter=frozen)
 
     n_controls: ClassVar[int] = 2
+    record_dims: ClassVar[dict[str, str]] = {"joint_angle": "joint", "joint_velocity": "joint"}
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = (
         "points the hand reaches with the elbow angle in [0, pi] and both joint angles "
@@ -285,6 +288,61 @@ class TwoLinkArm(AbstractPlant):
         vel = self.jacobian(state.joint_angle) @ state.joint_velocity
         return pos, vel
 
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """Controls are the shoulder and elbow torques; the joints are the same two."""
+        return {"actuator": JOINT_NAMES, "joint": JOINT_NAMES}
+
     def record(self, state: ArmState) -> dict[str, Array]:
         """`joint_angle` (rad) and `joint_velocity` (rad/s), each shape `(2,)`."""
         return {"joint_angle": state.joint_angle, "joint_velocity": state.joint_velocity}
+
+
+class ArmConfig(PlantConfig):
+    """A two-link arm driven by shoulder and elbow torques (N m).
+
+    Defaults: MotorNet's arm26 skeleton (Nijhof & Kouwenhoven 2000); joint limits in
+    degrees, shoulder then elbow (elbow 0 = straight). The hand starts every trial at
+    rest at the task's start position, with the elbow flexed.
+    """
+
+    kind: Literal["arm"] = "arm"
+    upper_arm_length: PositiveNumber = UPPER_ARM_LENGTH
+    forearm_length: PositiveNumber = FOREARM_LENGTH
+    upper_arm_mass: PositiveNumber = UPPER_ARM_MASS
+    forearm_mass: PositiveNumber = FOREARM_MASS
+    upper_arm_com: PositiveNumber = UPPER_ARM_COM
+    forearm_com: PositiveNumber = FOREARM_COM
+    upper_arm_inertia: PositiveNumber = UPPER_ARM_INERTIA
+    forearm_inertia: PositiveNumber = FOREARM_INERTIA
+    joint_viscosity: NonNegativeNumber = 0.0
+    joint_limits_deg: tuple[tuple[Number, Number], tuple[Number, Number]] | None = tuple(
+        (math.degrees(low), math.degrees(high)) for low, high in JOINT_LIMITS
+    )
+    shoulder_pos: Point = (0.0, 0.0)
+
+    def arm_settings(self) -> dict:
+        """The :class:`TwoLinkArm` keyword arguments these settings give."""
+        limits = self.joint_limits_deg
+        return {
+            **{name: getattr(self, name) for name in ARM_SETTINGS},
+            "joint_limits": None
+            if limits is None
+            else tuple((math.radians(lo), math.radians(hi)) for lo, hi in limits),
+        }
+
+    def build(self) -> TwoLinkArm:
+        return TwoLinkArm(**self.arm_settings())
+
+
+ARM_SETTINGS = (
+    "upper_arm_length",
+    "forearm_length",
+    "upper_arm_mass",
+    "forearm_mass",
+    "upper_arm_com",
+    "forearm_com",
+    "upper_arm_inertia",
+    "forearm_inertia",
+    "joint_viscosity",
+    "shoulder_pos",
+)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
+from typing import Annotated, Literal
 
 import equinox as eqx
 from jaxtyping import Array, Float, PyTree
+from pydantic import Field
+
+from .._config_base import Block, PositiveInt
 
 
 def frozen(value):
@@ -39,11 +43,13 @@ class AbstractPlant(eqx.Module):
       interval the plant expects its controls in. The caller should squash the
       network's output into it (e.g. a sigmoid for `(0, 1)`); the plant also clips
       into it, but a clipped control has zero gradient outside the range.
+    - `record_dims`: the name of the last dim of each variable :meth:`record` returns.
     - `workspace_note`: one line saying which effector positions
       :meth:`is_reachable` accepts, for error messages.
     """
 
     n_controls: eqx.AbstractClassVar[int]
+    record_dims: eqx.AbstractClassVar[dict[str, str]]
     control_range: eqx.AbstractClassVar[tuple[float, float] | None]
     workspace_note: eqx.AbstractClassVar[str]
 
@@ -92,9 +98,32 @@ class AbstractPlant(eqx.Module):
         """
 
     @abc.abstractmethod
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """Labels along the plant's own dims, by dim name: ``actuator`` (one per control)
+        and the last dim of each variable of :meth:`record` (see `record_dims`)."""
+
+    @abc.abstractmethod
     def is_reachable(self, pos: Sequence[float]) -> bool:
         """Whether the effector can be placed at `pos` (two floats) by :meth:`init`.
 
         Plain Python and NumPy only: config validation calls it in a process that must
         not start a JAX backend.
         """
+
+
+class PlantConfig(Block):
+    """Settings common to every plant: how its dynamics are integrated.
+
+    Each plant module defines a subclass with a ``kind`` literal (its registry name),
+    the plant's own settings, and :meth:`build`.
+    """
+
+    kind: str
+    method: Literal["euler", "rk4"] = "euler"
+    n_substeps: Annotated[PositiveInt, Field(le=1000)] = Field(
+        1, description="integration steps per network step (each dt / n_substeps long)"
+    )
+
+    def build(self) -> AbstractPlant:
+        """The plant these settings describe."""
+        raise NotImplementedError

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, Float
+from pydantic import Field
 
-from ._arm import ArmState, TwoLinkArm
+from .._config_base import PositiveNumber
+from ._arm import JOINT_NAMES, ArmConfig, ArmState, TwoLinkArm
 from ._base import AbstractPlant, frozen
 
 # Default parameters: MotorNet's `RigidTendonArm26` (motornet/effector.py), a "lumped-muscle"
@@ -202,6 +204,14 @@ class MuscleArm(AbstractPlant):
     deactivation_time_constant: float = eqx.field(static=True, default=0.05)
 
     n_controls: ClassVar[int] = 6
+    record_dims: ClassVar[dict[str, str]] = {
+        "joint_angle": "joint",
+        "joint_velocity": "joint",
+        "muscle_activation": "muscle",
+        "muscle_force": "muscle",
+        "fibre_length": "muscle",
+        "fibre_velocity": "muscle",
+    }
     control_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
     workspace_note: ClassVar[str] = TwoLinkArm.workspace_note
 
@@ -354,6 +364,35 @@ class MuscleArm(AbstractPlant):
             "fibre_velocity": self.fibre_velocity(state.joint_angle, state.joint_velocity),
         }
 
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """Controls are the muscles' excitations; the joints are the arm's."""
+        names = tuple(self.muscle_names)
+        return {"actuator": names, "joint": JOINT_NAMES, "muscle": names}
+
     def is_reachable(self, pos: Sequence[float]) -> bool:
         """As :meth:`TwoLinkArm.is_reachable` for `arm`. Plain NumPy, no JAX."""
         return self.arm.is_reachable(pos)
+
+
+class MuscleArmConfig(ArmConfig):
+    """The arm driven by six Hill-type muscles with rigid tendons; controls are excitations.
+
+    Defaults: MotorNet's `RigidTendonArm26` (Kistemaker, Wong & Gribble 2010); the
+    muscles are, in order, pectoralis, deltoid, brachioradialis, triceps lateral,
+    biceps and triceps long. The network's outputs pass through a sigmoid into [0, 1].
+    """
+
+    kind: Literal["muscle_arm"] = "muscle_arm"
+    max_isometric_force: Annotated[
+        tuple[PositiveNumber, ...], Field(min_length=6, max_length=6)
+    ] = MAX_ISOMETRIC_FORCE
+    activation_time_constant: PositiveNumber = 0.015
+    deactivation_time_constant: PositiveNumber = 0.05
+
+    def build(self) -> MuscleArm:
+        return MuscleArm(
+            arm=TwoLinkArm(**self.arm_settings()),
+            max_isometric_force=self.max_isometric_force,
+            activation_time_constant=self.activation_time_constant,
+            deactivation_time_constant=self.deactivation_time_constant,
+        )

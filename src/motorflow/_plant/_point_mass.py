@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 from jaxtyping import Array, Float
 
-from ._base import AbstractPlant
+from .._config_base import NonNegativeNumber, PositiveNumber
+from ._base import AbstractPlant, PlantConfig
 
 
 class PointMassState(eqx.Module):
@@ -41,6 +42,7 @@ class PointMass(AbstractPlant):
     damping: float = eqx.field(static=True, default=0.0)
 
     n_controls: ClassVar[int] = 2
+    record_dims: ClassVar[dict[str, str]] = {}
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = "every finite point of the plane"
 
@@ -78,6 +80,21 @@ class PointMass(AbstractPlant):
         """Nothing beyond the effector's position and velocity."""
         return {}
 
+    def labels(self) -> dict[str, tuple[str, ...]]:
+        """The controls are the force's x and y components."""
+        return {"actuator": ("x", "y")}
+
     def is_reachable(self, pos: Sequence[float]) -> bool:
         """True for any finite point: the plane is unbounded."""
         return len(pos) == 2 and all(math.isfinite(float(p)) for p in pos)
+
+
+class PointMassConfig(PlantConfig):
+    """A point mass pushed by the network's 2-D force: `mass` (kg), viscous `damping` (N s/m)."""
+
+    kind: Literal["point_mass"] = "point_mass"
+    mass: PositiveNumber = 1.0
+    damping: NonNegativeNumber = 0.0
+
+    def build(self) -> PointMass:
+        return PointMass(mass=self.mass, damping=self.damping)

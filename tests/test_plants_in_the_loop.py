@@ -1,0 +1,93 @@
+"""Every registered plant trains, evaluates and is stored the same way as the point mass."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import motorflow as mf
+
+# A workspace in front of the arm's shoulder (MotorNet's arm26 reaches about 0.64 m).
+ARM_TASK = {
+    "n_steps": 12,
+    "workspace": [[-0.15, 0.3], [0.15, 0.55]],
+    "eval": {"center": [0.0, 0.42], "n_directions": 4, "distances": [0.1]},
+}
+PLANT_SETTINGS = {
+    "point_mass": {"kind": "point_mass", "damping": 0.5},
+    "arm": {"kind": "arm", "method": "rk4", "joint_viscosity": 0.1},
+    "muscle_arm": {"kind": "muscle_arm", "n_substeps": 2},
+}
+
+
+def setup(kind: str, n_replicates: int = 2):
+    model = mf.ModelConfig.from_dict(
+        {
+            "plant": PLANT_SETTINGS[kind],
+            "network": {"hidden_size": 8, "hidden_noise_std": 0.01},
+            "feedback": {"noise_std": 0.01},
+        }
+    )
+    task_config = mf.TaskConfig.from_dict(ARM_TASK)
+    mf.check_model_fits_task(model, task_config)
+    task = mf.ReachTask(task_config)
+    ensemble = mf.make_ensemble(
+        model, n_replicates=n_replicates, n_task_inputs=task.n_inputs, key=jax.random.key(0)
+    )
+    return model, task, ensemble
+
+
+def test_every_registered_plant_is_tested():
+    assert set(PLANT_SETTINGS) == set(mf.PLANTS)
+
+
+@pytest.mark.parametrize("kind", sorted(PLANT_SETTINGS))
+def test_evaluation_stores_the_plants_variables_with_labelled_dims(kind):
+    model, task, ensemble = setup(kind)
+    plant = ensemble.plant
+    states = mf.evaluate(ensemble, task, model, key=jax.random.key(1))
+    assert states.sizes["actuator"] == plant.n_controls
+    assert tuple(states.actuator.values) == plant.labels()["actuator"]
+    for name, dim in plant.record_dims.items():
+        assert states[name].dims == ("replicate", "trial", "time", dim)
+        assert tuple(states[dim].values) == plant.labels()[dim]
+    for name in states.data_vars:
+        assert np.isfinite(states[name].values).all(), name
+    # Every reach starts at rest at the center, whatever the plant's own coordinates.
+    np.testing.assert_allclose(
+        states.pos.isel(time=0), np.broadcast_to([0.0, 0.42], (2, 4, 2)), atol=1e-5
+    )
+    np.testing.assert_allclose(states.vel.isel(time=0), 0.0, atol=1e-5)
+    if plant.control_range is not None:
+        low, high = plant.control_range
+        assert ((states.control >= low) & (states.control <= high)).all()
+
+
+def test_the_arm_stays_inside_its_joint_limits():
+    model, task, ensemble = setup("arm")
+    states = mf.evaluate(ensemble, task, model, key=jax.random.key(1))
+    limits = np.radians(model.plant.joint_limits_deg)
+    angles = states.joint_angle.transpose(..., "joint").values
+    assert (angles >= limits[:, 0] - 1e-6).all() and (angles <= limits[:, 1] + 1e-6).all()
+
+
+@pytest.mark.parametrize("kind", ["arm", "muscle_arm"])
+def test_a_short_run_teaches_an_arm_to_reach(kind):
+    model, task, ensemble = setup(kind, n_replicates=2)
+    config = mf.TrainConfig.from_dict(
+        {
+            "n_replicates": 2,
+            "n_batches": 60,
+            "batch_size": 8,
+            "log_every": 20,
+            "checkpoint_every": 20,
+            "optimizer": {"learning_rate": 0.05},
+        }
+    )
+    trials_key, train_key = jax.random.split(jax.random.key(2))
+    trials = task.training_trials(trials_key, n_replicates=2, n_batches=60, batch_size=8)
+    result = mf.train(ensemble, trials, task, config, key=train_key, progress=False)
+    position = result.history["loss"]["position"]
+    assert np.isfinite(result.history["loss"]["total"]).all()
+    assert (position[-10:].mean(axis=0) < 0.8 * position[:5].mean(axis=0)).all()
