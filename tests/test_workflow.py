@@ -40,9 +40,11 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
             "trial": 4,
             "time": 15,
             "component": 2,
+            "actuator": 2,
             "unit": 8,
         }
         assert states.pos.dims == ("replicate", "trial", "time", "component")
+        assert states.control.dims == ("replicate", "trial", "time", "actuator")
         assert states.hidden.dims == ("replicate", "trial", "time", "unit")
         np.testing.assert_allclose(states.time, np.arange(15) * 0.05, rtol=1e-6)
         assert set(states.coords) >= {"goal_angle", "goal_distance", "component", "time"}
