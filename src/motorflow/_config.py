@@ -23,6 +23,7 @@ from ._config_base import (
     PositiveInt,
     PositiveNumber,
     Text,
+    plain,
 )
 from ._plant import AnyPlantConfig, PointMassConfig
 
@@ -101,7 +102,7 @@ class TaskConfig(Block):
         if not (lower[0] < upper[0] and lower[1] < upper[1]):
             raise ConfigError(
                 "workspace",
-                f"needs x_min < x_max and y_min < y_max, got {_lists(self.workspace)}",
+                f"needs x_min < x_max and y_min < y_max, got {plain(self.workspace)}",
             )
 
         def inside(point: tuple[float, float]) -> bool:
@@ -113,15 +114,11 @@ class TaskConfig(Block):
                     "eval",
                     f"the center-out goals (center {list(self.eval.center)}, distance "
                     f"{max(self.eval.distances)}) leave the workspace "
-                    f"{_lists(self.workspace)}: the goal at [{goal[0]:.3g}, {goal[1]:.3g}] "
+                    f"{plain(self.workspace)}: the goal at [{goal[0]:.3g}, {goal[1]:.3g}] "
                     "was never trained; move the center, shorten the distances or widen "
                     "the workspace",
                 )
         return self
-
-
-def _lists(value: Any) -> Any:
-    return [_lists(v) for v in value] if isinstance(value, (list, tuple)) else value
 
 
 class LossTermConfig(Block):
@@ -267,6 +264,6 @@ def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") 
             raise ConfigError(
                 key("task.workspace"),
                 f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}] "
-                f"of the workspace {_lists(task.workspace)} or its evaluation goals "
+                f"of the workspace {plain(task.workspace)} or its evaluation goals "
                 f"({plant.workspace_note}); choose a workspace inside its reach",
             )

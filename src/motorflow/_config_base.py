@@ -122,15 +122,16 @@ def tagged_union(members: Sequence[type[Block]]) -> Any:
 
 
 def _described(value: Any) -> str:
-    text = repr(_plain(value))
+    text = repr(plain(value))
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """Tuples as lists, at every depth: how a value reads in YAML and messages."""
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

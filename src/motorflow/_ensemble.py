@@ -39,7 +39,7 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
     if plant.control_range is not None:
         # Bounded controls (muscle excitations) start near their low end, so an untrained
         # network does not co-contract every muscle into the joint limits; MotorNet's
-        # policies initialise their output bias to -5 for the same reason.
+        # example GRU policies initialise their output bias to -5 likewise.
         readout = eqx.tree_at(lambda linear: linear.bias, readout, jnp.full(plant.n_controls, -5.0))
     network = Network(
         cell=cell,
