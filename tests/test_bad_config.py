@@ -313,6 +313,16 @@ CASES = {
         "models.small.plant",
         ["'robot'", "'arm'", "'muscle_arm'"],
     ),
+    "unknown integration method": (
+        at("models.small.plant.method", "midpoint"),
+        "models.small.plant.method",
+        ["'midpoint'", "'rk4'"],
+    ),
+    "zero sub-steps": (
+        at("models.small.plant.n_substeps", 0),
+        "models.small.plant.n_substeps",
+        ["0", "an integer >= 1"],
+    ),
     "a point-mass key on an arm": (
         at("models.small.plant", {"kind": "arm", "mass": 2.0}),
         "models.small.plant.mass",

@@ -49,6 +49,10 @@ SETTINGS_WITHOUT_WEIGHTS = {
     "network.hidden_noise_std": {"network": {"hidden_noise_std": 0.1}},
     "plant.mass": {"plant": {"mass": 2.0}},
     "plant.damping": {"plant": {"damping": 0.5}},
+    "plant.method": {"plant": {"method": "rk4"}},
+    "plant.n_substeps": {"plant": {"n_substeps": 3}},
+    "plant.kind": {"plant": {"kind": "arm"}},
+    "arm.joint_viscosity": {"plant": {"kind": "arm", "joint_viscosity": 0.2}},
     "dt": {"dt": 0.04},
     "network.cell": {"network": {"cell": "rnn"}},
     "network.tau (leaky)": {"network": {"cell": "leaky", "tau": 0.2}},
@@ -69,6 +73,8 @@ def _setup(model_edit):
 def test_every_setting_without_weights_is_part_of_the_run_identity(setting):
     # Checkpoints live under the run identity, so a run can only resume its own.
     before = {"network": {"cell": "leaky"}} if "tau" in setting else {}
+    if setting.startswith("arm."):
+        before = {"plant": {"kind": "arm"}}
     ensemble, trials, task, config, key = _setup(before)
     edited, *_ = _setup(SETTINGS_WITHOUT_WEIGHTS[setting])
     identity = mf.run_id(mf.run_fingerprint(ensemble, trials, task, config, key=key))
