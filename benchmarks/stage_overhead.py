@@ -69,7 +69,7 @@ mf.enable_compilation_cache({cache!r})
 experiment = mf.Experiment.from_dict(json.loads({experiment!r}))
 mf.evaluate_experiment(experiment, model_path={model!r}, eval_path={eval!r},
     states_path={out!r} + "/states.zarr", metrics_path={out!r} + "/metrics.zarr",
-    table_path={out!r} + "/metrics.csv", goal_radius=0.05)
+    table_path={out!r} + "/metrics.csv", evaluation=mf.EvaluationConfig())
 print(json.dumps({{"stage_s": time.perf_counter() - imported, "import_s": imported - start}}))
 """
 

@@ -338,6 +338,47 @@ CASES = {
         "models.small.plant.max_isometric_force",
         ["at least 6"],
     ),
+    # perturbations and evaluation conditions
+    "unknown perturbation kind": (
+        at("tasks.reach.perturbations", [{"kind": "wind"}]),
+        "tasks.reach.perturbations[0]",
+        ["'wind'", "'curl'", "'target_jump'"],
+    ),
+    "a perturbation beginning after the trial": (
+        at("tasks.reach.perturbations", [{"kind": "force_pulse", "start": [0.2, 0.9]}]),
+        "tasks.reach.perturbations[0]",
+        ["0.9 s", "0.75 s", "n_steps 15"],
+    ),
+    "a condition beginning after the trial": (
+        at("evaluation.conditions.late", [{"kind": "target_jump", "time": 2.0}]),
+        "evaluation.conditions.late[0]",
+        ["2 s", "'quiet'"],
+    ),
+    "a range turned around": (
+        at("evaluation.conditions.curl_cw", [{"kind": "curl", "strength": [10.0, 5.0]}]),
+        "evaluation.conditions.curl_cw[0].strength",
+        ["[10.0, 5.0]", "low <= high"],
+    ),
+    "a range of three": (
+        at("tasks.reach.perturbations", [{"kind": "curl", "strength": [1, 2, 3]}]),
+        "tasks.reach.perturbations[0].strength",
+        ["[1, 2, 3]", "[low, high]"],
+    ),
+    "a condition named by a bare YAML null": (
+        at("evaluation.conditions", {None: []}),
+        "evaluation.conditions.'None'",
+        ["None", "quote it"],
+    ),
+    "no conditions": (
+        at("evaluation.conditions", {}),
+        "evaluation.conditions",
+        ["{}", "non-empty"],
+    ),
+    "a condition that is not a list": (
+        at("evaluation.conditions.curl_cw", {"kind": "curl"}),
+        "evaluation.conditions.curl_cw",
+        ["must be a list"],
+    ),
     # sizes whose work or storage would not fit
     "trial specs beyond any disk": (
         at("trainings.quick", {"n_batches": 10**6, "batch_size": 10**5, "n_replicates": 2}),

@@ -64,3 +64,19 @@ def test_delay_must_leave_steps_to_act_on():
     task = mf.TaskConfig.from_dict({"n_steps": 10})
     with pytest.raises(mf.ConfigError, match=r"model\.feedback\.delay.*n_steps \(10\)"):
         mf.check_model_fits_task(model, task)
+
+
+def test_evaluation_conditions_replace_the_default_and_keep_their_order():
+    base = {
+        "tasks": {"t": {}},
+        "models": {"m": {}},
+        "trainings": {"x": {}},
+        "experiments": {"e": {"task": "t", "model": "m", "training": "x"}},
+    }
+    assert list(mf.parse_config(base).evaluation.conditions) == ["unperturbed"]
+    conditions = {"curl_ccw": [{"kind": "curl", "direction": "ccw"}], "none": []}
+    settings = mf.parse_config({**base, "evaluation": {"conditions": conditions}})
+    assert list(settings.evaluation.conditions) == ["curl_ccw", "none"]
+    assert settings.evaluation.goal_radius == 0.05  # the rest of the block keeps its defaults
+    (curl,) = settings.evaluation.conditions["curl_ccw"]
+    assert curl == mf.CurlField(direction="ccw") and curl.strength == 10.0

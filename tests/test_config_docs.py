@@ -29,8 +29,17 @@ def table(heading: str) -> dict[str, str]:
     return {key.strip("`"): default.strip() for key, default in rows}
 
 
+def pattern(row: str) -> str:
+    """A documented key as a pattern: ``<term>`` and ``<name>`` stand for any name."""
+    return (
+        re.escape(row)
+        .replace(re.escape("<term>"), "[a-z_]+")
+        .replace(re.escape("<name>"), "[A-Za-z0-9_-]+")
+    )
+
+
 def documented(key: str, rows: dict[str, str]) -> bool:
-    return any(re.fullmatch(row.replace("<term>", "[a-z_]+"), key) for row in rows)
+    return any(re.fullmatch(pattern(row), key) for row in rows)
 
 
 def defaults(block: type) -> dict[str, object]:
@@ -61,8 +70,7 @@ def test_every_key_is_documented_with_its_default(heading):
 def test_every_documented_key_exists(heading):
     keys = defaults(SECTIONS[heading])
     for row in table(heading):
-        pattern = re.compile(row.replace("<term>", "[a-z_]+").replace(".", r"\."))
-        assert any(pattern.fullmatch(key) for key in keys), f"{row} is no key of {heading}"
+        assert any(re.fullmatch(pattern(row), key) for key in keys), f"{row} is no key of {heading}"
 
 
 @pytest.mark.parametrize("kind", sorted(mf.PLANTS))
@@ -81,6 +89,20 @@ def test_every_plant_key_is_documented_with_its_default(kind):
         cell = rows.get(key) or inherited[key]
         assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
     assert set(rows) <= set(config.to_dict()), f"plant {kind}: documents unknown keys"
+
+
+@pytest.mark.parametrize("kind", sorted(mf.PERTURBATIONS))
+def test_every_perturbation_key_is_documented_with_its_default(kind):
+    config = mf.PERTURBATIONS[kind]().to_dict()
+    rows = table(f"### `kind: {kind}`")
+    common = table("## Perturbations")
+    for key, value in config.items():
+        if key == "kind":
+            continue
+        cell = rows.get(key) or common.get(key)
+        assert cell, f"perturbation {kind}: {key} is not documented"
+        assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
+    assert set(rows) <= set(config), f"perturbation {kind}: documents unknown keys"
 
 
 def test_every_resources_key_is_documented():

@@ -73,6 +73,10 @@ CORPUS = {
     "task eval directions": (at("tasks.reach.eval.n_directions", 6), TASK),
     "task eval distances": (at("tasks.reach.eval.distances", [0.25, 0.5]), TASK),
     "task eval center": (at("tasks.reach.eval.center", [0.1, 0.0]), TASK),
+    "training perturbation": (
+        at("tasks.reach.perturbations", [{"kind": "curl", "strength": [0.0, 10.0]}]),
+        TASK,
+    ),
     # model: plant, network, feedback; every setting without weights
     "model dt": (at("models.small.dt", 0.04), TRAIN),
     "model mass": (at("models.small.plant.mass", 2.0), TRAIN),
@@ -139,6 +143,20 @@ CORPUS = {
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
     # evaluation and figures
     "goal radius": (at("evaluation.goal_radius", 0.1), jobs("evaluate")),
+    "a condition added": (
+        at("evaluation.conditions.jump", [{"kind": "target_jump", "time": 0.2}]),
+        jobs("evaluate"),
+    ),
+    "a condition's setting": (
+        at("evaluation.conditions.pulse", [{"kind": "force_pulse"}]),
+        jobs("evaluate"),
+    ),
+    "conditions reordered": (
+        lambda config: config["evaluation"].update(
+            conditions=dict(reversed(list(config["evaluation"]["conditions"].items())))
+        ),
+        jobs("evaluate"),
+    ),
     "figure dpi": (at("figures.dpi", 50), FIGURES),
     "figure replicates": (at("figures.max_replicates", 1), FIGURES),
     "figure format": (at("figures.format", "pdf"), FIGURES),
@@ -313,7 +331,7 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     config["resources"] = {"train": {"threads": 4}}
     filled = mf.parse_config(config).filled_sections()
     assert filled["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
-    assert filled["evaluation"] == {"goal_radius": 0.05}
+    assert filled["evaluation"] == {"goal_radius": 0.05, "conditions": {"unperturbed": []}}
     # A stage's partial resources keep that stage's own defaults.
     assert filled["resources"]["train"]["threads"] == 4
     assert (

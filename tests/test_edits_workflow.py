@@ -56,11 +56,14 @@ BASE = {
         "leaky": experiment(model={"network": {"cell": "leaky"}}),
         **{
             name: experiment()
-            for name in ("delay", "fnoise", "hnoise", "mass", "damping", "dt", "cell")
+            for name in ("delay", "fnoise", "hnoise", "mass", "damping", "dt", "cell", "pert")
         },
         "lr": experiment(),
         "seed": experiment(),
         "steps": experiment(),
+    },
+    "evaluation": {
+        "conditions": {"unperturbed": [], "curl": [{"kind": "curl", "strength": [2.0, 6.0]}]}
     },
     "resources": {"train": {"threads": 1}},
 }
@@ -77,6 +80,15 @@ EDITS = {
     "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
     "lr": {"training": {"optimizer": {"learning_rate": 0.02}}},
     "steps": {"task": {"n_steps": 12}},
+    # Training under perturbations: new trial specs (with the draws), a new validation set.
+    "pert": {
+        "task": {
+            "perturbations": [
+                {"kind": "curl", "strength": [0.0, 8.0], "probability": 0.5},
+                {"kind": "force_pulse", "angle": [0.0, 360.0], "start": [0.0, 0.3]},
+            ]
+        }
+    },
 }
 
 
@@ -95,7 +107,7 @@ def edited_config(jax_cache: Path) -> dict:
 
 # Experiments whose evaluation is checked too; the others stop at the train outputs
 # (the evaluation of a model is a function of it), which keeps the test's job count down.
-EVALUATED = ("same", "lr", "seed", "steps")
+EVALUATED = ("same", "lr", "seed", "steps", "pert")
 
 
 def stores(config) -> list[str]:
@@ -140,7 +152,7 @@ def fresh_results(config: dict, root: Path) -> None:
             states_path=results / name / "states.zarr",
             metrics_path=results / name / "metrics.zarr",
             table_path=results / name / "metrics.csv",
-            goal_radius=settings.evaluation.goal_radius,
+            evaluation=settings.evaluation,
         )
 
 
@@ -170,9 +182,9 @@ def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
     retrained = set(EDITS) | {"seed"}
     expected = {("train", f"experiment={name}") for name in retrained}
     expected |= {("evaluate", f"experiment={name}") for name in retrained & set(EVALUATED)}
-    # New trial specs for the new seed and the new n_steps; `same` reruns nothing.
+    # New trial specs for the new seed, n_steps and perturbations; `same` reruns nothing.
     trials = {job for job in plan if job[0] == "trials"}
-    assert len(trials) == 2
+    assert len(trials) == 3
     assert plan - trials == expected
 
 

@@ -14,19 +14,22 @@ def test_states_dataset_has_labelled_dims_coords_and_attrs(tmp_path):
     states = mf.evaluate(ensemble, task, config, key=jax.random.key(1), attrs={"seed": 3})
     assert dict(states.sizes) == {
         "replicate": 2,
+        "condition": 1,
         "trial": 4,
         "time": 12,
         "component": 2,
         "actuator": 2,
         "unit": 8,
     }
+    steps = ("replicate", "condition", "trial", "time")
     for name in ("pos", "vel"):
-        assert states[name].dims == ("replicate", "trial", "time", "component")
+        assert states[name].dims == (*steps, "component")
     for name in ("control", "output"):
-        assert states[name].dims == ("replicate", "trial", "time", "actuator")
+        assert states[name].dims == (*steps, "actuator")
     assert list(states.actuator.values) == ["x", "y"]
-    assert states.hidden.dims == ("replicate", "trial", "time", "unit")
-    assert states.goal.dims == ("trial", "component")
+    assert list(states.condition.values) == ["unperturbed"]
+    assert states.hidden.dims == (*steps, "unit")
+    assert states.goal.dims == ("condition", "trial", "time", "component")
     assert list(states.component.values) == ["x", "y"]
     np.testing.assert_allclose(states.time, np.arange(12) * 0.05, rtol=1e-6)
     assert states.goal_angle.dims == ("trial",) and states.goal_distance.dims == ("trial",)
@@ -47,7 +50,10 @@ def test_each_replicate_is_evaluated_as_its_own_model():
     trials = task.eval_trials().trials
     model = mf.take_replicate(ensemble, 1)
     key = jax.random.split(jax.random.split(jax.random.key(1), 2)[1], 4)[3]
-    alone = model.rollout(trials.init_pos[3], trials.init_vel[3], task.inputs(trials)[3], key=key)
+    alone, _ = mf.run_trial(model, task, jax.tree.map(lambda x: x[3], trials), key=key)
     np.testing.assert_allclose(
-        states.pos.sel(replicate=1, trial=3), alone.pos, rtol=1e-5, atol=1e-6
+        states.pos.sel(replicate=1, condition="unperturbed", trial=3),
+        alone.pos,
+        rtol=1e-5,
+        atol=1e-6,
     )

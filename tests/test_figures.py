@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -210,3 +212,21 @@ def test_comparison_survives_zero_and_nan_values(tmp_path):
     fig = plot_comparison(summaries)
     assert panels(fig)[0].get_yscale() == "symlog"
     assert_saves(fig, tmp_path / "comparison.png")
+
+
+def test_figures_draw_a_row_per_condition_labelled_with_its_perturbation(states):
+    conditions = {"unperturbed": [], "curl_cw": [mf.CurlField(direction="cw").to_dict()]}
+    two = xr.concat(
+        [states.assign(pos=states.pos + shift) for shift in (0.0, 0.05)],
+        dim=xr.DataArray(list(conditions), dims="condition", name="condition"),
+        data_vars="all",
+    )
+    two.attrs["conditions"] = json.dumps(conditions)
+    fig = plot_trajectories(two, max_replicates=2)
+    assert len(panels(fig)) == 2 * 2
+    labels = [text.get_text() for ax in fig.axes for text in ax.texts]
+    assert "unperturbed" in labels
+    assert any(label.startswith("curl_cw: curl ↻ 10 N s/m") for label in labels)
+    speed = plot_speed_profiles(two)
+    assert len(panels(speed)) == 2
+    assert "curl ↻" in panels(speed)[1].get_title()

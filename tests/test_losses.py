@@ -18,8 +18,7 @@ def make_rollout(n_trials=2, n_steps=4, hidden=3):
 
 
 def test_terms_have_their_documented_values():
-    goal = jnp.zeros((2, 2))
-    trials = mf.Trials(init_pos=goal, init_vel=goal, goal_pos=goal)
+    goal = jnp.zeros((2, 4, 2))
     config = mf.LossConfig.from_dict(
         {
             "position": {"weight": 1.0, "discount_power": 1},
@@ -28,7 +27,7 @@ def test_terms_have_their_documented_values():
             "hidden": {"weight": 0.0},
         }
     )
-    terms = mf.loss_terms(config, make_rollout(), trials)
+    terms = mf.loss_terms(config, make_rollout(), goal)
     # squared error 2 at each step, weights 1/4, 2/4, 3/4, 4/4
     np.testing.assert_allclose(terms["position"], 2 * (1 + 2 + 3 + 4) / 4)
     np.testing.assert_allclose(terms["final_velocity"], 8.0)
@@ -38,10 +37,9 @@ def test_terms_have_their_documented_values():
 
 
 def test_every_term_is_recorded_and_weight_zero_adds_nothing():
-    goal = jnp.zeros((2, 2))
-    trials = mf.Trials(init_pos=goal, init_vel=goal, goal_pos=goal)
+    goal = jnp.zeros((2, 4, 2))
     config = mf.LossConfig.from_dict({"position": {"weight": 0}})
-    terms = mf.loss_terms(config, make_rollout(), trials)
+    terms = mf.loss_terms(config, make_rollout(), goal)
     assert set(terms) == {"position", "final_velocity", "effort", "hidden"}
     assert float(terms["position"]) > 0
     without = {name: value for name, value in terms.items() if name != "position"}

@@ -10,6 +10,17 @@ from motorflow._metrics import metrics_table, reach_metrics
 
 DT = 0.1
 N_STEPS = 5
+# Without a go_time coord there is no reaction_time.
+METRIC_NAMES = [
+    "endpoint_error",
+    "final_speed",
+    "peak_speed",
+    "movement_time",
+    "max_lateral_deviation",
+    "initial_angle_error",
+    "path_length_ratio",
+    "onset_time",
+]
 
 
 def hand_built_states() -> xr.Dataset:
@@ -69,18 +80,13 @@ def test_movement_time_depends_on_radius_and_is_zero_when_never_away():
 
 def test_metrics_keep_trial_coords_and_record_radius():
     metrics = reach_metrics(hand_built_states(), goal_radius=0.07)
-    assert set(metrics.data_vars) == {
-        "endpoint_error",
-        "final_speed",
-        "peak_speed",
-        "movement_time",
-    }
+    assert list(metrics.data_vars) == METRIC_NAMES
     for name in metrics.data_vars:
         assert metrics[name].dims == ("replicate", "trial")
     assert "time" not in metrics.coords
     np.testing.assert_array_equal(metrics.goal_angle, [0.0, np.pi / 2])
     np.testing.assert_array_equal(metrics.goal_distance, [1.0, 1.0])
-    assert metrics.attrs["goal_radius"] == 0.07
+    assert metrics.attrs == {"goal_radius": 0.07, "initial_fraction": 0.2, "onset_fraction": 0.1}
     assert metrics.movement_time.attrs["units"] == "s"
 
 
@@ -89,28 +95,32 @@ def test_metrics_of_an_evaluated_ensemble_match_numpy():
     ensemble = mf.make_ensemble(config, n_replicates=2, n_task_inputs=2, key=jax.random.key(0))
     states = mf.evaluate(ensemble, task, config, key=jax.random.key(1))
     metrics = reach_metrics(states)
-    assert dict(metrics.sizes) == {"replicate": 2, "trial": 4}
+    # Whatever extra dims (e.g. condition) evaluate adds, metrics keep all but time and component.
+    per_trial = tuple(dim for dim in states.pos.dims if dim not in ("time", "component"))
+    assert dict(metrics.sizes) == {dim: states.sizes[dim] for dim in per_trial}
+    assert (metrics.sizes["replicate"], metrics.sizes["trial"]) == (2, 4)
+    assert metrics.endpoint_error.dims[0] == "replicate"
     xr.testing.assert_equal(metrics.goal_angle, states.goal_angle)
-    pos = states.pos.transpose("replicate", "trial", "time", "component").values
-    vel = states.vel.transpose("replicate", "trial", "time", "component").values
-    goal = states.goal.values
+    order = (*metrics.endpoint_error.dims, "time", "component")
+    pos = states.pos.transpose(*order).values
+    vel = states.vel.transpose(*order).values
+    goal = states.goal.broadcast_like(states.pos).transpose(*order).values
     np.testing.assert_allclose(
-        metrics.endpoint_error, np.linalg.norm(pos[:, :, -1] - goal, axis=-1), rtol=1e-6
+        metrics.endpoint_error,
+        np.linalg.norm(pos[..., -1, :] - goal[..., -1, :], axis=-1),
+        rtol=1e-6,
     )
     np.testing.assert_allclose(metrics.peak_speed, np.linalg.norm(vel, axis=-1).max(-1), rtol=1e-6)
+    path_length = np.linalg.norm(np.diff(pos, axis=-2), axis=-1).sum(-1)
+    reach_length = np.linalg.norm(goal[..., -1, :] - pos[..., 0, :], axis=-1)
+    np.testing.assert_allclose(metrics.path_length_ratio, path_length / reach_length, rtol=1e-5)
 
 
 def test_table_has_one_row_per_replicate_with_trial_means():
     metrics = reach_metrics(hand_built_states(), goal_radius=0.05)
     table = metrics_table(metrics)
     assert isinstance(table, pd.DataFrame)
-    assert list(table.columns) == [
-        "replicate",
-        "endpoint_error",
-        "final_speed",
-        "peak_speed",
-        "movement_time",
-    ]
+    assert list(table.columns) == ["replicate", *METRIC_NAMES]
     assert list(table.replicate) == [0, 1]
     np.testing.assert_allclose(table.endpoint_error, [0.0, 0.15], atol=1e-12)
     np.testing.assert_allclose(table.final_speed, [0.25, 1.5])

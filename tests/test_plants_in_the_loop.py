@@ -50,13 +50,13 @@ def test_evaluation_stores_the_plants_variables_with_labelled_dims(kind):
     assert states.sizes["actuator"] == plant.n_controls
     assert tuple(states.actuator.values) == plant.labels()["actuator"]
     for name, dim in plant.record_dims.items():
-        assert states[name].dims == ("replicate", "trial", "time", dim)
+        assert states[name].dims == ("replicate", "condition", "trial", "time", dim)
         assert tuple(states[dim].values) == plant.labels()[dim]
     for name in states.data_vars:
         assert np.isfinite(states[name].values).all(), name
     # Every reach starts at rest at the center, whatever the plant's own coordinates.
     np.testing.assert_allclose(
-        states.pos.isel(time=0), np.broadcast_to([0.0, 0.42], (2, 4, 2)), atol=1e-5
+        states.pos.isel(time=0), np.broadcast_to([0.0, 0.42], (2, 1, 4, 2)), atol=1e-5
     )
     np.testing.assert_allclose(states.vel.isel(time=0), 0.0, atol=1e-5)
     if plant.control_range is not None:

@@ -59,6 +59,9 @@ def test_center_out_set_lays_goals_around_the_center():
 def test_inputs_hold_the_goal_for_every_step():
     t = task(n_steps=7)
     trials = t.sample(jax.random.key(0), 3)
-    inputs = t.inputs(trials)
-    assert inputs.shape == (3, 7, 2)
-    np.testing.assert_array_equal(inputs[:, 4], trials.goal_pos)
+    model = mf.build_model(mf.ModelConfig(), n_task_inputs=t.n_inputs, key=jax.random.key(1))
+    _, goal = mf.run_trials(model, t, trials, jax.random.split(jax.random.key(2), 3))
+    inputs = jax.vmap(t.inputs)(trials, goal)
+    assert inputs.shape == goal.shape == (3, 7, 2)
+    for step in range(7):
+        np.testing.assert_array_equal(inputs[:, step], trials.goal_pos)

@@ -37,15 +37,23 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         states = xr.open_zarr(results / experiment / "states.zarr", consolidated=False)
         assert dict(states.sizes) == {
             "replicate": 2,
+            "condition": 3,
             "trial": 4,
             "time": 15,
             "component": 2,
             "actuator": 2,
             "unit": 8,
         }
-        assert states.pos.dims == ("replicate", "trial", "time", "component")
-        assert states.control.dims == ("replicate", "trial", "time", "actuator")
-        assert states.hidden.dims == ("replicate", "trial", "time", "unit")
+        steps = ("replicate", "condition", "trial", "time")
+        assert states.pos.dims == (*steps, "component")
+        assert states.control.dims == (*steps, "actuator")
+        assert states.hidden.dims == (*steps, "unit")
+        assert list(states.condition.values) == ["unperturbed", "curl_cw", "pulse"]
+        # The curl strength is drawn per trial within its range, in its condition only.
+        strength = states.perturbation0_strength.sel(condition="curl_cw")
+        assert ((strength >= 5.0) & (strength <= 10.0)).all() and strength.std() > 0
+        np.testing.assert_array_equal(states.perturbation0_active, [[0] * 4, [1] * 4, [0] * 4])
+        assert json.loads(states.attrs["conditions"])["pulse"][0]["start"] == 0.2
         np.testing.assert_allclose(states.time, np.arange(15) * 0.05, rtol=1e-6)
         assert set(states.coords) >= {"goal_angle", "goal_distance", "component", "time"}
         assert json.loads(states.attrs["experiment"]) == experiment
@@ -56,9 +64,11 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         assert list(history.validation_step.values) == [0, 10, 20]
 
         metrics = xr.open_zarr(results / experiment / "metrics.zarr", consolidated=False)
-        assert metrics.endpoint_error.dims == ("replicate", "trial")
+        assert metrics.endpoint_error.dims == ("replicate", "condition", "trial")
         table = pd.read_csv(results / experiment / "metrics.csv")
-        assert list(table.replicate) == [0, 1] and "endpoint_error" in table
+        assert list(table.replicate) == [0, 0, 0, 1, 1, 1] and "endpoint_error" in table
+        assert list(table.condition) == ["unperturbed", "curl_cw", "pulse"] * 2
+        assert "max_lateral_deviation" in table
 
         ensemble, config = mf.load_ensemble(results / experiment / "model")
         assert mf.n_replicates(ensemble) == 2 and config.network.hidden_size == 8

@@ -35,6 +35,13 @@ TINY_CONFIG = {
             "override": {"model": {"feedback": {"noise_std": 0.1}}},
         },
     },
+    "evaluation": {
+        "conditions": {
+            "unperturbed": [],
+            "curl_cw": [{"kind": "curl", "strength": [5.0, 10.0], "direction": "cw"}],
+            "pulse": [{"kind": "force_pulse", "amplitude": 2.0, "start": 0.2, "duration": 0.1}],
+        }
+    },
     "figures": {"dpi": 40},
 }
 

@@ -20,19 +20,13 @@ from ._config import (
 from ._config_file import load_config_file
 from ._devices import claim_gpus, use_devices, visible_gpus
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
-from ._evaluate import evaluate, rollout_ensemble
+from ._episode import run_trial, run_trials
+from ._evaluate import condition_trials, evaluate, rollout_ensemble
 from ._experiments import (
     Experiment,
     experiment_keys,
     resolve_experiment,
     resolve_experiments,
-)
-from ._job_settings import (
-    flatten_settings,
-    job_settings,
-    parse_setting_params,
-    rule_params,
-    setting_param,
 )
 from ._feedback import FeedbackChannel
 from ._figures import (
@@ -43,11 +37,34 @@ from ._figures import (
     plot_trajectories,
 )
 from ._history import empty_history, history_dataset, validation_steps
+from ._identity import canonical_json, code_version, tree_digest
 from ._io import load_ensemble, save_ensemble
+from ._job_settings import (
+    flatten_settings,
+    job_settings,
+    parse_setting_params,
+    rule_params,
+    setting_param,
+)
 from ._loop import ClosedLoop, Rollout
 from ._losses import loss_terms, total_loss
 from ._metrics import metrics_table, reach_metrics
 from ._network import Network
+from ._optim import learning_rate_schedule, make_optimizer
+from ._perturb import (
+    PERTURBATIONS,
+    AbstractPerturbation,
+    ConstantField,
+    CurlField,
+    Effects,
+    FeedbackOffset,
+    ForcePulse,
+    TargetJump,
+    TrialGeometry,
+    draw_conditions,
+    draw_params,
+    total_effects,
+)
 from ._plant import (
     PLANTS,
     AbstractPlant,
@@ -59,7 +76,6 @@ from ._plant import (
     PointMassConfig,
     TwoLinkArm,
 )
-from ._optim import learning_rate_schedule, make_optimizer
 from ._runtime import enable_compilation_cache, stage_logging
 from ._stages import (
     comparison_figure,
@@ -80,7 +96,6 @@ from ._store import (
     write_trials,
 )
 from ._tasks import CenterOut, ReachTask, Trials
-from ._identity import canonical_json, code_version, tree_digest
 from ._train import (
     NonFiniteLossError,
     Trainer,
@@ -91,49 +106,65 @@ from ._train import (
     train,
 )
 from ._trainable import trainable_filter
-from ._workflow_config import WorkflowConfig, check_name, config_json_schema, parse_config
+from ._workflow_config import (
+    EvaluationConfig,
+    WorkflowConfig,
+    check_name,
+    config_json_schema,
+    parse_config,
+)
 
 __all__ = [
+    "PERTURBATIONS",
     "PLANTS",
+    "AbstractCell",
+    "AbstractPerturbation",
     "AbstractPlant",
     "ArmConfig",
-    "MuscleArm",
-    "MuscleArmConfig",
-    "PlantConfig",
-    "PointMass",
-    "PointMassConfig",
-    "TwoLinkArm",
-    "AbstractCell",
     "CenterOut",
     "CenterOutConfig",
     "CheckpointStore",
     "Checkpoints",
     "ClosedLoop",
     "ConfigError",
+    "ConstantField",
+    "CurlField",
+    "Effects",
+    "EvaluationConfig",
     "Experiment",
     "FeedbackChannel",
     "FeedbackConfig",
+    "FeedbackOffset",
+    "ForcePulse",
     "ForeignFilesError",
     "GRUCell",
     "LeakyCell",
     "LossConfig",
     "LossTermConfig",
     "ModelConfig",
+    "MuscleArm",
+    "MuscleArmConfig",
     "Network",
     "NetworkConfig",
     "NonFiniteLossError",
     "OptimizerConfig",
+    "PlantConfig",
+    "PointMass",
+    "PointMassConfig",
     "PositionTermConfig",
     "ReachTask",
     "Rollout",
     "ScheduleConfig",
     "StoreError",
+    "TargetJump",
     "TaskConfig",
     "TrainConfig",
     "TrainResult",
     "TrainState",
     "Trainer",
+    "TrialGeometry",
     "Trials",
+    "TwoLinkArm",
     "VanillaCell",
     "WorkflowConfig",
     "build_model",
@@ -142,10 +173,13 @@ __all__ = [
     "check_model_fits_task",
     "check_name",
     "claim_gpus",
-    "config_json_schema",
     "code_version",
     "comparison_figure",
     "comparison_summary",
+    "condition_trials",
+    "config_json_schema",
+    "draw_conditions",
+    "draw_params",
     "empty_history",
     "enable_compilation_cache",
     "evaluate",
@@ -154,8 +188,8 @@ __all__ = [
     "experiment_keys",
     "flatten_settings",
     "history_dataset",
-    "learning_rate_schedule",
     "job_settings",
+    "learning_rate_schedule",
     "load_config_file",
     "load_ensemble",
     "loss_terms",
@@ -182,10 +216,13 @@ __all__ = [
     "rule_params",
     "run_fingerprint",
     "run_id",
+    "run_trial",
+    "run_trials",
     "save_ensemble",
     "setting_param",
     "stage_logging",
     "take_replicate",
+    "total_effects",
     "total_loss",
     "train",
     "train_experiment",

@@ -25,7 +25,11 @@ from ._config_base import (
     Text,
     plain,
 )
+from ._perturb import AnyPerturbation
 from ._plant import AnyPlantConfig, PointMassConfig
+
+# A list of perturbations has at most this many entries (each is a slot every trial carries).
+MAX_PERTURBATIONS = 32
 
 CELLS = ("gru", "rnn", "leaky")
 
@@ -89,12 +93,15 @@ class TaskConfig(Block):
     """Reaching between uniform random points in a rectangular workspace.
 
     `workspace` is ``[[x_min, y_min], [x_max, y_max]]``; each trial lasts `n_steps`.
+    `perturbations` act on the training trials (each with its `probability`) and on
+    the validation set (the center-out reaches) drawn with them.
     """
 
     kind: Literal["reach"] = "reach"
     n_steps: PositiveInt = 100
     workspace: tuple[Point, Point] = ((-1.0, -1.0), (1.0, 1.0))
     eval: CenterOutConfig = CenterOutConfig()
+    perturbations: tuple[AnyPerturbation, ...] = Field((), max_length=MAX_PERTURBATIONS)
 
     @model_validator(mode="after")
     def _evaluated_where_trained(self) -> TaskConfig:

@@ -68,6 +68,19 @@ def _same_kind(old: Any, new: Any) -> bool:
     )
 
 
+def _over_block(block: Block, value: Mapping[str, Any]) -> dict[str, Any]:
+    """`value` over the settings of `block`, descending only into sub-blocks: a mapping
+    of names (e.g. evaluation conditions) is replaced whole, never merged."""
+    merged = block.to_dict()
+    for key, item in value.items():
+        current = getattr(block, key, None) if isinstance(key, str) else None
+        if isinstance(current, Block) and _same_kind(current.to_dict(), item):
+            merged[key] = _over_block(current, item)
+        else:
+            merged[key] = copy.deepcopy(item)
+    return merged
+
+
 class Block(BaseModel):
     """A frozen config block: parsed with :meth:`from_dict`, dumped with :meth:`to_dict`."""
 
@@ -90,7 +103,7 @@ class Block(BaseModel):
         for name, field in cls.model_fields.items():
             default, value = field.default, data.get(name)
             if isinstance(default, Block) and _same_kind(default.to_dict(), value):
-                merged[name] = merge_settings(default.to_dict(), value)
+                merged[name] = _over_block(default, value)
         return merged
 
     @classmethod
@@ -109,6 +122,11 @@ class Block(BaseModel):
 # The `kind` values of every tagged union (see `tagged_union`): pydantic puts the
 # chosen kind into an error's location, which a key path leaves out.
 _UNION_TAGS: set[str] = set()
+
+
+def registry(*members: type[Block]) -> dict[str, type[Block]]:
+    """A family's registry: each member's ``kind`` default -> the member."""
+    return {member.model_fields["kind"].default: member for member in members}
 
 
 def tagged_union(members: Sequence[type[Block]]) -> Any:

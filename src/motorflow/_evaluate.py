@@ -1,48 +1,94 @@
-"""Run an ensemble on evaluation trials into a labelled xarray Dataset."""
+"""Run an ensemble on evaluation trials under named conditions into a labelled xarray Dataset."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 import xarray as xr
-from jaxtyping import PRNGKeyArray
+from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._config import ModelConfig
 from ._ensemble import n_replicates
+from ._episode import run_trials
 from ._loop import Rollout
+from ._perturb import AbstractPerturbation, draw_conditions
 from ._tasks import CenterOut, ReachTask, Trials
 
 COMPONENTS = np.array(["x", "y"], dtype=object)
+# The condition an experiment is evaluated in when the config names none.
+DEFAULT_CONDITIONS: dict[str, tuple[AbstractPerturbation, ...]] = {"unperturbed": ()}
+
+
+def condition_trials(
+    trials: Trials,
+    conditions: Mapping[str, Sequence[AbstractPerturbation]],
+    *,
+    key: PRNGKeyArray,
+) -> tuple[Trials, tuple[int, ...]]:
+    """`trials` (dim `trial`) repeated under each condition: dims `(condition, trial)`.
+
+    Every condition's perturbations become slots of the returned trials, active only
+    in their own condition (see :func:`draw_conditions`). Returns the trials and each
+    slot's condition index.
+    """
+    n_conditions, n_trials = len(conditions), trials.init_pos.shape[0]
+    repeated = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_conditions, *x.shape)), trials)
+    slots, params, owners = draw_conditions(conditions, key, n_trials)
+    return repeated.perturbed_by(slots, params), owners
 
 
 def rollout_ensemble(
     ensemble: eqx.Module, trials: Trials, task: ReachTask, *, key: PRNGKeyArray
-) -> Rollout:
-    """Every replicate on every trial: leaves are `(replicate, trial, time, ...)`.
+) -> tuple[Rollout, Float[Array, "condition trial time 2"]]:
+    """Every replicate on every trial of every condition.
 
-    Replicate r, trial i uses the key ``split(split(key, R)[r], n_trials)[i]``.
+    `trials` has dims `(condition, trial)`. Returns the rollout, leaves
+    `(replicate, condition, trial, time, ...)`, and the goal at each step
+    `(condition, trial, time, 2)`. Replicate r, trial i uses the key
+    ``split(split(key, R)[r], n_trials)[i]`` in every condition, so conditions differ
+    by their perturbations only, never by their noise.
     """
-    n_trials = trials.init_pos.shape[0]
+    n_conditions, n_trials = trials.init_pos.shape[:2]
+    # Conditions and trials run as one flat batch (condition-major).
+    flat = jax.tree.map(lambda x: x.reshape(n_conditions * n_trials, *x.shape[2:]), trials)
 
     @eqx.filter_jit
-    def run(ensemble, trials, key):
-        inputs = task.inputs(trials)
-
+    def run(ensemble, flat, key):
         def one_replicate(model, key):
-            keys = jax.random.split(key, n_trials)
-            return jax.vmap(lambda p, v, u, k: model.rollout(p, v, u, key=k))(
-                trials.init_pos, trials.init_vel, inputs, keys
-            )
+            keys = jnp.tile(jax.random.split(key, n_trials), n_conditions)
+            return run_trials(model, task, flat, keys)
 
         return eqx.filter_vmap(one_replicate)(
             ensemble, jax.random.split(key, n_replicates(ensemble))
         )
 
-    return run(ensemble, trials, key)
+    rollout, goal = run(ensemble, flat, key)
+    unflat = jax.tree.map(
+        lambda x: x.reshape(x.shape[0], n_conditions, n_trials, *x.shape[2:]), (rollout, goal)
+    )
+    return unflat[0], unflat[1][0]
+
+
+def _perturbation_variables(
+    trials: Trials, owners: Sequence[int], names: Sequence[str]
+) -> dict[str, Any]:
+    """Each slot's per-trial values as variables ``perturbation<j>_<setting>`` over
+    `(condition, trial)`, labelled with the slot's condition and kind."""
+    variables = {}
+    for slot, (perturbation, params) in enumerate(zip(trials.perturbations, trials.params)):
+        for name, values in params.items():
+            variables[f"perturbation{slot}_{name}"] = xr.Variable(
+                ("condition", "trial"),
+                np.asarray(values),
+                {"condition": names[owners[slot]], "kind": perturbation.kind},
+            )
+    return variables
 
 
 def evaluate(
@@ -52,49 +98,75 @@ def evaluate(
     *,
     key: PRNGKeyArray,
     trials: CenterOut | None = None,
+    conditions: Mapping[str, Sequence[AbstractPerturbation]] | None = None,
+    conditions_key: PRNGKeyArray | None = None,
     attrs: dict[str, Any] | None = None,
 ) -> xr.Dataset:
-    """The ensemble's states on the task's center-out set (or `trials`).
+    """The ensemble's states on the task's center-out set (or `trials`) in each condition.
 
-    Returns a Dataset with dims `replicate`, `trial`, `time`, `component` (x, y),
-    `actuator` (one per plant control, labelled) and `unit`; variables ``pos``,
-    ``vel`` `(replicate, trial, time, component)`, ``control`` (what the plant
-    received) and ``output`` (the network's readout) `(replicate, trial, time,
-    actuator)`, ``hidden`` `(replicate, trial, time, unit)`, ``goal`` `(trial,
-    component)`, and the plant's own variables (e.g. ``joint_angle`` along `joint`,
-    ``muscle_force`` along `muscle`); coords ``time`` in seconds, ``goal_angle``
-    (radians) and ``goal_distance`` per trial. The model and task configs, and any
-    extra `attrs`, are stored as JSON strings in the attributes.
+    **Arguments:**
+
+    - `ensemble`, `task`, `model_config`: what to run.
+    - `key`: the noise of the rollouts (the same in every condition).
+    - `trials`: the evaluation reaches; by default the task's center-out set.
+    - `conditions`: named lists of perturbations, in order; by default one
+      condition, ``unperturbed``.
+    - `conditions_key`: draws the conditions' settings that are ranges.
+    - `attrs`: more attributes to store (as JSON strings).
+
+    Returns a Dataset with dims `replicate`, `condition`, `trial`, `time`, `component`
+    (x, y), `actuator` (one per plant control, labelled) and `unit`; variables
+    ``pos``, ``vel`` `(replicate, condition, trial, time, component)`, ``control``
+    (what the plant received) and ``output`` (the network's readout) `(replicate,
+    condition, trial, time, actuator)`, ``hidden`` `(replicate, condition, trial,
+    time, unit)`, ``goal`` `(condition, trial, time, component)` (the goal at each
+    step: it moves when a target jumps), the plant's own variables (e.g.
+    ``joint_angle`` along `joint`, ``muscle_force`` along `muscle`), and each
+    perturbation's per-trial values (``perturbation<j>_<setting>``, `(condition,
+    trial)`); coords ``time`` in seconds, ``condition`` names, ``goal_angle``
+    (radians) and ``goal_distance`` per trial. The model and task configs, the
+    conditions and any extra `attrs` are stored as JSON strings in the attributes.
     """
-    trials = task.eval_trials() if trials is None else trials
-    rollout = jax.tree.map(np.asarray, rollout_ensemble(ensemble, trials.trials, task, key=key))
-    n_rep, n_trials, n_steps, n_units = rollout.hidden.shape
-    vector = ("replicate", "trial", "time", "component")
-    controls = ("replicate", "trial", "time", "actuator")
+    center_out = task.eval_trials() if trials is None else trials
+    conditions = DEFAULT_CONDITIONS if conditions is None else conditions
+    if conditions_key is None:
+        conditions_key = jax.random.fold_in(key, 1)
+    condition_set, owners = condition_trials(center_out.trials, conditions, key=conditions_key)
+    rollout, goal = rollout_ensemble(ensemble, condition_set, task, key=key)
+    rollout = jax.tree.map(np.asarray, rollout)
+    n_rep, _, n_trials, n_steps, n_units = rollout.hidden.shape
+    leading = ("replicate", "condition", "trial", "time")
     plant = ensemble.plant
+    names = list(conditions)
     stored_attrs = {
         name: json.dumps(value, sort_keys=True)
         for name, value in {
             "model_config": model_config.to_dict(),
             "task_config": task.config.to_dict(),
+            "conditions": {
+                name: [p.to_dict() for p in perturbations]
+                for name, perturbations in conditions.items()
+            },
             **(attrs or {}),
         }.items()
     }
     return xr.Dataset(
         {
-            "pos": (vector, rollout.pos),
-            "vel": (vector, rollout.vel),
-            "control": (controls, rollout.control),
-            "output": (controls, rollout.output),
-            "hidden": (("replicate", "trial", "time", "unit"), rollout.hidden),
-            "goal": (("trial", "component"), np.asarray(trials.trials.goal_pos)),
+            "pos": ((*leading, "component"), rollout.pos),
+            "vel": ((*leading, "component"), rollout.vel),
+            "control": ((*leading, "actuator"), rollout.control),
+            "output": ((*leading, "actuator"), rollout.output),
+            "hidden": ((*leading, "unit"), rollout.hidden),
+            "goal": (("condition", "trial", "time", "component"), np.asarray(goal)),
             **{
-                name: (("replicate", "trial", "time", plant.record_dims[name]), values)
+                name: ((*leading, plant.record_dims[name]), values)
                 for name, values in rollout.plant.items()
             },
+            **_perturbation_variables(condition_set, owners, names),
         },
         coords={
             "replicate": np.arange(n_rep),
+            "condition": np.array(names, dtype=object),
             "trial": np.arange(n_trials),
             "time": (
                 "time",
@@ -104,8 +176,8 @@ def evaluate(
             "component": COMPONENTS,
             **{dim: np.array(labels, dtype=object) for dim, labels in plant.labels().items()},
             "unit": np.arange(n_units),
-            "goal_angle": ("trial", np.asarray(trials.goal_angle), {"units": "rad"}),
-            "goal_distance": ("trial", np.asarray(trials.goal_distance)),
+            "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
+            "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
         },
         attrs=stored_attrs,
     )

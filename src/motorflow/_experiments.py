@@ -122,31 +122,65 @@ class Experiment:
 
 
 def experiment_keys(seed: int) -> dict[str, jax.Array]:
-    """The experiment's independent random streams, each ``fold_in(key(seed), i)``."""
+    """The experiment's independent random streams, each ``fold_in(key(seed), i)``:
+    weights, training trials, training noise, evaluation noise, the validation set's
+    perturbations, and the evaluation conditions' drawn settings."""
     root = jax.random.key(seed)
-    return {
-        name: jax.random.fold_in(root, index)
-        for index, name in enumerate(("init", "trials", "train", "evaluate"))
-    }
+    names = ("init", "trials", "train", "evaluate", "validation", "conditions")
+    return {name: jax.random.fold_in(root, index) for index, name in enumerate(names)}
 
 
-# Trial specs are generated up front into Zarr: 6 float32 values per trial.
-TRIAL_SPEC_BYTES = 6 * 4
+# Trial specs are generated up front into Zarr: 6 float32 values per trial, plus
+# each perturbation's `active` flag and drawn settings.
 MAX_TRIAL_SPEC_BYTES = 8 * 2**30
 
 
-def _check_trial_specs_fit(training: TrainConfig, path: str) -> None:
+def trial_spec_bytes(task: TaskConfig) -> int:
+    """Bytes of one training trial's spec."""
+    values = 6 + sum(1 + len(p.DRAWN) for p in task.perturbations)
+    return 4 * values
+
+
+def _check_trial_specs_fit(task: TaskConfig, training: TrainConfig, path: str) -> None:
     sets = 1 if training.shared_trials else training.n_replicates
-    size = sets * training.n_batches * training.batch_size * TRIAL_SPEC_BYTES
+    per_trial = trial_spec_bytes(task)
+    size = sets * training.n_batches * training.batch_size * per_trial
     if size > MAX_TRIAL_SPEC_BYTES:
         raise ConfigError(
             f"{path}.training",
             f"the training trial specs would take {size / 2**30:,.0f} GiB "
             f"({sets} trial sets x n_batches {training.n_batches} x batch_size "
-            f"{training.batch_size} x {TRIAL_SPEC_BYTES} bytes); at most "
+            f"{training.batch_size} x {per_trial} bytes); at most "
             f"{MAX_TRIAL_SPEC_BYTES // 2**30} GiB are allowed: lower n_batches or "
             "batch_size, or set shared_trials: true",
         )
+
+
+def _check_perturbation_times(
+    settings: WorkflowConfig,
+    name: str,
+    spec: ExperimentSpec,
+    task: TaskConfig,
+    model: ModelConfig,
+    path: str,
+) -> None:
+    """Every perturbation of the experiment's training and evaluation begins within a trial."""
+    duration = task.n_steps * model.dt
+    task_path = f"{path}.override.task" if spec.override.task is not None else f"tasks.{spec.task}"
+    located = [(f"{task_path}.perturbations[{i}]", p) for i, p in enumerate(task.perturbations)]
+    for condition, perturbations in settings.evaluation.conditions.items():
+        located += [
+            (f"evaluation.conditions.{condition}[{i}]", p) for i, p in enumerate(perturbations)
+        ]
+    for where, perturbation in located:
+        if perturbation.latest_time() >= duration - 1e-9:
+            raise ConfigError(
+                where,
+                f"the {perturbation.kind} begins at up to {perturbation.latest_time():g} s, "
+                f"but the trials of experiment {name!r} last "
+                f"{duration:g} s (n_steps {task.n_steps} x dt {model.dt:g}); make it begin "
+                "earlier or the trials longer",
+            )
 
 
 def _resolve_one(
@@ -169,7 +203,8 @@ def _resolve_one(
             merged = merge_settings(defined[reference].to_dict(), override)
             blocks[block] = cls.from_dict(merged, f"{path}.override.{block}")
     check_model_fits_task(blocks["model"], blocks["task"], path)
-    _check_trial_specs_fit(blocks["training"], path)
+    _check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
+    _check_trial_specs_fit(blocks["task"], blocks["training"], path)
     # Trainable paths name parts of the model: check them on the model's shapes, which
     # computes nothing (so the Snakemake controller never starts an accelerator).
     model = eqx.filter_eval_shape(

@@ -6,6 +6,7 @@ global backend is never touched) and leaves saving to the caller.
 
 from __future__ import annotations
 
+import json
 import math
 
 import matplotlib as mpl
@@ -120,102 +121,175 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     return fig
 
 
-def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str = "") -> Figure:
-    """Hand paths in the plane, one panel per replicate, coloured by goal angle.
+def _final_goal(states: xr.Dataset) -> xr.DataArray:
+    """The goal at the last step (where a jumped target ended up), without a time dim."""
+    return states.goal.isel(time=-1) if "time" in states.goal.dims else states.goal
 
-    Goals are open circles in their trial's colour; starts are black dots.
+
+def _by_condition(states: xr.Dataset) -> xr.Dataset:
+    """`states` with a `condition` dim (a store from before conditions gets one, unnamed)."""
+    if "condition" in states.dims:
+        return states
+    return states.expand_dims(condition=[""])
+
+
+_CURL_ARROWS = {"cw": "↻", "ccw": "↺"}
+
+
+def _describe(perturbation: dict) -> str:
+    """A perturbation's settings in a few words, e.g. ``curl ↻ 10 N s/m``."""
+    kind = perturbation["kind"]
+
+    def value(name: str) -> str:
+        setting = perturbation[name]
+        return f"{setting[0]:g}–{setting[1]:g}" if isinstance(setting, list) else f"{setting:g}"
+
+    if kind == "curl":
+        return f"curl {_CURL_ARROWS[perturbation['direction']]} {value('strength')} N s/m"
+    if kind == "constant_field":
+        return f"field {value('strength')} N at {value('angle')}°"
+    if kind == "force_pulse":
+        return f"pulse {value('amplitude')} N at {value('angle')}° from {value('start')} s"
+    if kind == "feedback_offset":
+        return f"feedback +{value('distance')} m at {value('angle')}° from {value('start')} s"
+    if kind == "target_jump":
+        return f"jump {value('distance')} m at {value('angle')}° at {value('time')} s"
+    return kind
+
+
+def condition_label(states: xr.Dataset, condition: str) -> str:
+    """The condition's name and what its perturbations are (from the states' attrs)."""
+    described = json.loads(states.attrs.get("conditions", "{}")).get(condition)
+    if not described:
+        return condition or "unperturbed"
+    return f"{condition}: " + ", ".join(_describe(p) for p in described)
+
+
+def _square_limits(ax: Axes, points: np.ndarray) -> None:
+    if len(points):
+        low, high = points.min(0), points.max(0)
+        half = max(float((high - low).max()) / 2 * 1.1, 1e-3)
+        center = (low + high) / 2
+        ax.set_xlim(center[0] - half, center[0] + half)
+        ax.set_ylim(center[1] - half, center[1] + half)
+    ax.set_aspect("equal", adjustable="box")
+
+
+def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str = "") -> Figure:
+    """Hand paths in the plane: a row per condition, a panel per replicate, coloured by
+    goal angle.
+
+    Goals (where each ended up, if it jumped) are open circles in their trial's
+    colour; starts are black dots. Each row is labelled with its condition and what
+    its perturbations are (a curl field's direction as ↻ or ↺).
 
     **Arguments:**
 
-    - `states`: the Dataset from `evaluate`, with ``pos`` `(replicate, trial,
-      time, component)`, ``goal`` `(trial, component)` and the ``goal_angle`` coord.
+    - `states`: the Dataset from `evaluate`, with ``pos`` `(replicate, condition,
+      trial, time, component)`, ``goal`` and the ``goal_angle`` coord.
     - `max_replicates`: the first this many replicates are drawn.
     - `title`: figure title.
     """
     if max_replicates < 1:
         raise ValueError(f"max_replicates must be at least 1, got {max_replicates}")
+    states = _by_condition(states)
     xy = {"component": ["x", "y"]}
     shown = states.isel(replicate=slice(0, max_replicates))
-    n_panels = shown.sizes["replicate"]
+    n_cols, n_rows = shown.sizes["replicate"], shown.sizes["condition"]
     colors = _angle_colors(states.goal_angle)
-    fig = Figure(figsize=(3.2 * n_panels + 1.0, 3.4), layout="constrained")
-    axes = list(fig.subplots(1, n_panels, squeeze=False).flat)
-    goal = states.goal.sel(xy).transpose("trial", "component").values
+    fig = Figure(figsize=(3.2 * n_cols + 1.0, 3.4 * n_rows), layout="constrained")
+    grid = fig.subplots(n_rows, n_cols, squeeze=False)
+    goals = _final_goal(shown).sel(xy)
     # Same limits everywhere so panels compare at a glance, without sharing axes,
     # which an equal aspect ratio cannot adjust.
-    points = np.concatenate([shown.pos.values.reshape(-1, 2), goal])
+    points = np.concatenate([shown.pos.values.reshape(-1, 2), goals.values.reshape(-1, 2)])
     points = points[np.all(np.isfinite(points), axis=1)]
-    for replicate, ax in zip(shown.replicate.values, axes):
-        pos = (
-            shown.pos.sel(replicate=replicate, **xy).transpose("trial", "time", "component").values
-        )
-        for path, color in zip(pos, colors):
-            ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
-        ax.scatter(
-            goal[:, 0], goal[:, 1], s=70, facecolors="none", edgecolors=colors, lw=1.5, label="goal"
-        )
-        ax.scatter(pos[:, 0, 0], pos[:, 0, 1], s=15, color="k", zorder=3, label="start")
-        ax.set_title(f"replicate {replicate}")
-        ax.set_xlabel("x (m)")
-        ax.set_ylabel("y (m)")
-        if len(points):
-            low, high = points.min(0), points.max(0)
-            half = max(float((high - low).max()) / 2 * 1.1, 1e-3)
-            center = (low + high) / 2
-            ax.set_xlim(center[0] - half, center[0] + half)
-            ax.set_ylim(center[1] - half, center[1] + half)
-        ax.set_aspect("equal", adjustable="box")
-    axes[0].legend(fontsize="small", loc="best")
-    _add_angle_colorbar(fig, axes)
+    for row, condition in enumerate(shown.condition.values):
+        goal = goals.sel(condition=condition).transpose("trial", "component").values
+        for col, replicate in enumerate(shown.replicate.values):
+            ax = grid[row, col]
+            pos = shown.pos.sel(replicate=replicate, condition=condition, **xy)
+            pos = pos.transpose("trial", "time", "component").values
+            for path, color in zip(pos, colors):
+                ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
+            ax.scatter(
+                goal[:, 0],
+                goal[:, 1],
+                s=70,
+                facecolors="none",
+                edgecolors=colors,
+                lw=1.5,
+                label="goal",
+            )
+            ax.scatter(pos[:, 0, 0], pos[:, 0, 1], s=15, color="k", zorder=3, label="start")
+            ax.set_title(f"replicate {replicate}", fontsize="medium")
+            ax.set_xlabel("x (m)")
+            ax.set_ylabel("y (m)")
+            _square_limits(ax, points)
+        if n_rows > 1 or condition:
+            grid[row, 0].annotate(
+                condition_label(states, condition),
+                xy=(0, 1.12),
+                xycoords="axes fraction",
+                fontweight="bold",
+                annotation_clip=False,
+            )
+    grid[0, 0].legend(fontsize="small", loc="best")
+    _add_angle_colorbar(fig, list(grid.flat))
     n_total = states.sizes["replicate"]
-    if n_panels < n_total:
-        title = f"{title} (first {n_panels} of {n_total} replicates)".strip()
+    if n_cols < n_total:
+        title = f"{title} (first {n_cols} of {n_total} replicates)".strip()
     _suptitle(fig, title)
     return fig
 
 
 def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
-    """Hand speed against time, one line per trial coloured by goal angle.
+    """Hand speed against time, a panel per condition, a line per trial coloured by goal
+    angle.
 
     Each line is the mean across replicates; the shading around it is the
     min–max range across replicates.
 
     **Arguments:**
 
-    - `states`: the Dataset from `evaluate`, with ``vel`` `(replicate, trial,
-      time, component)` and the ``time`` (s) and ``goal_angle`` coords.
+    - `states`: the Dataset from `evaluate`, with ``vel`` `(replicate, condition,
+      trial, time, component)` and the ``time`` (s) and ``goal_angle`` coords.
     - `title`: figure title.
     """
-    speed = np.sqrt((states.vel**2).sum("component", skipna=False))
-    speed = speed.transpose("trial", "replicate", "time")
+    states = _by_condition(states)
+    speeds = np.sqrt((states.vel**2).sum("component", skipna=False))
     time = states.time.values
     colors = _angle_colors(states.goal_angle)
-    fig = Figure(figsize=(6.0, 3.6), layout="constrained")
-    ax = fig.subplots()
-    for trial_speed, color in zip(speed.values, colors):
-        finite = np.isfinite(trial_speed).any(axis=0)
-        if not finite.any():
-            continue
-        per_time = trial_speed[:, finite]
-        ax.fill_between(
-            time[finite],
-            np.nanmin(per_time, 0),
-            np.nanmax(per_time, 0),
-            color=color,
-            alpha=0.15,
-            lw=0,
-        )
-        ax.plot(time[finite], np.nanmean(per_time, 0), color=color, lw=1.5)
-    if not ax.lines:
-        _no_data(ax)
+    n_conditions = states.sizes["condition"]
+    fig = Figure(figsize=(6.0, 3.6 * n_conditions), layout="constrained")
+    axes = fig.subplots(n_conditions, 1, squeeze=False, sharex=True)[:, 0]
     n_replicates = states.sizes["replicate"]
-    ax.set_title(
-        f"mean (line) and min–max (band) of {n_replicates} replicate(s)", fontsize="medium"
-    )
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("speed (m/s)")
-    ax.set_ylim(bottom=0)
-    _add_angle_colorbar(fig, ax)
+    for ax, condition in zip(axes, states.condition.values):
+        speed = speeds.sel(condition=condition).transpose("trial", "replicate", "time")
+        for trial_speed, color in zip(speed.values, colors):
+            finite = np.isfinite(trial_speed).any(axis=0)
+            if not finite.any():
+                continue
+            per_time = trial_speed[:, finite]
+            ax.fill_between(
+                time[finite],
+                np.nanmin(per_time, 0),
+                np.nanmax(per_time, 0),
+                color=color,
+                alpha=0.15,
+                lw=0,
+            )
+            ax.plot(time[finite], np.nanmean(per_time, 0), color=color, lw=1.5)
+        if not ax.lines:
+            _no_data(ax)
+        heading = f"mean (line) and min–max (band) of {n_replicates} replicate(s)"
+        if n_conditions > 1 or condition:
+            heading = f"{condition_label(states, condition)}\n{heading}"
+        ax.set_title(heading, fontsize="medium")
+        ax.set_ylabel("speed (m/s)")
+        ax.set_ylim(bottom=0)
+    axes[-1].set_xlabel("time (s)")
+    _add_angle_colorbar(fig, list(axes))
     _suptitle(fig, title)
     return fig
 
@@ -232,18 +306,24 @@ def comparison_summary(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
 
     A Dataset with dim `replicate` and variables ``final_validation_loss`` (the
     ``total`` validation loss at the last validation step) and ``endpoint_error``
-    (the mean over trials).
+    (the mean over trials of the first evaluation condition, whose name is the
+    attribute ``condition``).
     """
     final = history.validation_loss.sel(term="total").isel(validation_step=-1)
     final_validation_loss = final.reset_coords(drop=True)
-    endpoint_error = metrics.endpoint_error.mean("trial").reset_coords(drop=True)
+    endpoint_error = metrics.endpoint_error.mean("trial")
+    condition = ""
+    if "condition" in endpoint_error.dims:
+        condition = str(endpoint_error.condition.values[0])
+        endpoint_error = endpoint_error.isel(condition=0)
+    endpoint_error = endpoint_error.reset_coords(drop=True)
     # Replicates must match one to one; an outer join would silently pad with NaN.
     final_validation_loss, endpoint_error = xr.align(
         final_validation_loss, endpoint_error, join="exact"
     )
     return xr.Dataset(
         {"final_validation_loss": final_validation_loss, "endpoint_error": endpoint_error},
-        attrs={"validation_step": int(final.validation_step)},
+        attrs={"validation_step": int(final.validation_step), "condition": condition},
     )
 
 
@@ -260,9 +340,11 @@ def plot_comparison(summaries: dict[str, xr.Dataset], *, title: str = "") -> Fig
     - `title`: figure title.
     """
     names = list(summaries)
+    conditions = {summary.attrs.get("condition", "") for summary in summaries.values()}
+    condition = conditions.pop() if len(conditions) == 1 else ""
     labels = {
         "final_validation_loss": "final validation loss (total)",
-        "endpoint_error": "endpoint error (m)",
+        "endpoint_error": f"endpoint error (m){', ' + condition if condition else ''}",
     }
     tilt = len(names) > 3 or any(len(name) > 12 for name in names)
     fig = Figure(figsize=(2 * max(3.5, 0.9 * len(names) + 1.5), 3.8), layout="constrained")

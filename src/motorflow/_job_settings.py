@@ -31,7 +31,8 @@ def job_settings(
     Each job gets exactly the settings its outputs depend on, so Snakemake reruns it
     when one of them changes and never otherwise: the train job its experiment's
     task, model, training (without the checkpoint cadence) and seed; evaluate the
-    task, seed and `evaluation`; figures the `figures` options. With `track_code`,
+    task, seed and `evaluation` (with the conditions' order); figures the `figures`
+    options. With `track_code`,
     the library's code version is a setting of the train and evaluate jobs.
     """
     code = {"code": code_version()} if config.track_code else {}
@@ -40,7 +41,12 @@ def job_settings(
     for name, experiment in experiments.items():
         settings[("trials", experiment.dataset)] = flatten_settings(experiment.dataset_spec())
         settings[("train", name)] = {**flatten_settings(experiment.train_settings()), **code}
-        evaluate = {**experiment.evaluate_settings(), "evaluation": config.evaluation.to_dict()}
+        evaluate = {
+            **experiment.evaluate_settings(),
+            "evaluation": config.evaluation.to_dict(),
+            # Flattening sorts keys; the conditions' order is the states' `condition` order.
+            "condition_order": list(config.evaluation.conditions),
+        }
         settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
         settings[("experiment_figures", name)] = dict(figures)
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}

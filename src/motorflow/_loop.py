@@ -9,6 +9,7 @@ from jaxtyping import Array, Float, PRNGKeyArray, PyTree
 
 from ._feedback import FeedbackChannel
 from ._network import Network
+from ._perturb import Effects, endpoint_force
 from ._plant import AbstractPlant, step
 
 
@@ -65,19 +66,41 @@ class ClosedLoop(eqx.Module):
         task_input: Float[Array, "time input"],
         *,
         key: PRNGKeyArray,
+        effects: Effects | None = None,
     ) -> Rollout:
-        """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`)."""
+        """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`).
+
+        `effects` are the perturbations' per-step effects (see `motorflow._perturb`):
+        an endpoint force and a curl field act on the plant during each step (the curl
+        force follows the velocity within the step's sub-steps), and an offset is added
+        to the sensed position before the feedback delay. Goal displacements are the
+        caller's: they change `task_input`.
+        """
         state = self.plant.init(init_pos, init_vel)
         queue = self.feedback.init(self._observe(state))
         hidden = jnp.zeros(self.network.cell.hidden_size, init_pos.dtype)
-        no_force = jnp.zeros_like(init_pos)
         n_steps = task_input.shape[0]
+        if effects is None:
+            no_force = jnp.zeros_like(init_pos)
+            per_step = None
+        else:
+            per_step = (effects.force, effects.curl, effects.feedback)
 
         def one_step(carry, xs):
             state, queue, hidden = carry
-            task_in, step_key = xs
+            task_in, step_key, perturbed = xs
             feedback_key, network_key = jax.random.split(step_key)
-            queue, seen = self.feedback(queue, self._observe(state), key=feedback_key)
+            observed = self._observe(state)
+            if perturbed is None:
+                external_force = no_force
+            else:
+                force, curl, offset = perturbed
+                observed = observed.at[:2].add(offset)
+
+                def external_force(pos, vel):
+                    return endpoint_force(force, curl, vel)
+
+            queue, seen = self.feedback(queue, observed, key=feedback_key)
             hidden, output = self.network(jnp.concatenate([task_in, seen]), hidden, key=network_key)
             control = self.control(output)
             pos, vel = self.plant.effector(state)
@@ -94,7 +117,7 @@ class ClosedLoop(eqx.Module):
                 self.plant,
                 state,
                 control,
-                no_force,
+                external_force,
                 dt=self.dt,
                 method=self.method,
                 n_substeps=self.n_substeps,
@@ -102,7 +125,7 @@ class ClosedLoop(eqx.Module):
             return (state, queue, hidden), record
 
         keys = jax.random.split(key, n_steps)
-        _, states = jax.lax.scan(one_step, (state, queue, hidden), (task_input, keys))
+        _, states = jax.lax.scan(one_step, (state, queue, hidden), (task_input, keys, per_step))
         return states
 
     def _observe(self, state: PyTree) -> Float[Array, 4]:

@@ -7,26 +7,25 @@ from jaxtyping import Array, Float
 
 from ._config import LossConfig
 from ._loop import Rollout
-from ._tasks import Trials
 
 
-def _position(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
+def _position(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
     discount_power = config.position.discount_power
-    error = jnp.sum((rollout.pos - trials.goal_pos[..., None, :]) ** 2, axis=-1)
+    error = jnp.sum((rollout.pos - goal) ** 2, axis=-1)
     n_steps = error.shape[-1]
     discount = (jnp.arange(1, n_steps + 1, dtype=error.dtype) / n_steps) ** discount_power
     return jnp.sum(error * discount, axis=-1)
 
 
-def _final_velocity(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
+def _final_velocity(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
     return jnp.sum(rollout.vel[..., -1, :] ** 2, axis=-1)
 
 
-def _effort(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
+def _effort(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
     return jnp.sum(rollout.control**2, axis=(-2, -1))
 
 
-def _hidden(rollout: Rollout, trials: Trials, config: LossConfig) -> Array:
+def _hidden(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
     return jnp.sum(rollout.hidden**2, axis=(-2, -1))
 
 
@@ -39,8 +38,12 @@ _TERMS = {
 }
 
 
-def loss_terms(config: LossConfig, rollout: Rollout, trials: Trials) -> dict[str, Float[Array, ""]]:
-    """Each configured term averaged over trials (leading dims of `trials`).
+def loss_terms(
+    config: LossConfig, rollout: Rollout, goal: Float[Array, "*trials time 2"]
+) -> dict[str, Float[Array, ""]]:
+    """Each configured term averaged over trials (the leading dims of `rollout`).
+
+    `goal` is the goal at each step of each trial (it moves when a target jumps).
 
     - ``position``: squared distance to the goal summed over time, weighted by
       ``((t+1)/n_steps) ** discount_power``.
@@ -48,7 +51,7 @@ def loss_terms(config: LossConfig, rollout: Rollout, trials: Trials) -> dict[str
     - ``effort``: squared control (force, torques or excitations) summed over time.
     - ``hidden``: squared hidden activity summed over time and units.
     """
-    return {name: jnp.mean(_TERMS[name](rollout, trials, config)) for name in config.terms}
+    return {name: jnp.mean(_TERMS[name](rollout, goal, config)) for name in config.terms}
 
 
 def total_loss(config: LossConfig, terms: dict[str, Array]) -> Array:

@@ -38,14 +38,16 @@ from ._store import (
     write_dataset,
     write_trials,
 )
-from ._tasks import ReachTask
+from ._tasks import CenterOut, ReachTask
 from ._train import run_fingerprint, run_id, train
+from ._workflow_config import EvaluationConfig
 
 logger = logging.getLogger("motorflow")
 
 
 def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path: Path) -> None:
-    """Write the training specs `(replicate, batch, trial)` and the evaluation specs.
+    """Write the training specs `(replicate, batch, trial)` and the center-out specs
+    (under the task's training perturbations: the validation set).
 
     `dataset_spec` is :meth:`Experiment.dataset_spec`: task config, replicate sets,
     batches, batch size and seed.
@@ -58,8 +60,9 @@ def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path:
         batch_size=dataset_spec["batch_size"],
     )
     write_trials(trials, train_path, attrs={"dataset_spec": dict(dataset_spec)})
+    validation = task.validation_set(experiment_keys(dataset_spec["seed"])["validation"])
     write_dataset(
-        center_out_dataset(task.eval_trials(), attrs={"task_config": dataset_spec["task"]}),
+        center_out_dataset(validation, attrs={"task_config": dataset_spec["task"]}),
         eval_path,
     )
 
@@ -136,21 +139,31 @@ def evaluate_experiment(
     states_path: Path,
     metrics_path: Path,
     table_path: Path,
-    goal_radius: float,
+    evaluation: EvaluationConfig,
 ) -> None:
-    """Run the trained ensemble on the evaluation specs; write states and metrics."""
+    """Run the trained ensemble on the center-out reaches in each of the `evaluation`
+    conditions; write states and metrics."""
     ensemble, model_config = load_ensemble(model_path)
     task = ReachTask(experiment.task)
+    keys = experiment_keys(experiment.seed)
+    center_out = read_center_out(eval_path)
     states = evaluate(
         ensemble,
         task,
         model_config,
-        key=experiment_keys(experiment.seed)["evaluate"],
-        trials=read_center_out(eval_path),
+        key=keys["evaluate"],
+        # The stored set carries the training perturbations (for validation): not here.
+        trials=CenterOut(
+            trials=center_out.trials.perturbed_by((), ()),
+            goal_angle=center_out.goal_angle,
+            goal_distance=center_out.goal_distance,
+        ),
+        conditions=evaluation.conditions,
+        conditions_key=keys["conditions"],
         attrs={"experiment": experiment.name, "seed": experiment.seed},
     )
     write_dataset(states, states_path)
-    metrics = reach_metrics(read_states(states_path), goal_radius=goal_radius)
+    metrics = reach_metrics(read_states(states_path), goal_radius=evaluation.goal_radius)
     write_dataset(metrics, metrics_path)
     table_path = Path(table_path)
     tmp = table_path.with_name(f".{table_path.name}.tmp")

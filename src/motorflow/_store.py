@@ -20,6 +20,7 @@ import xarray as xr
 from ._atomic import atomic_directory
 from ._evaluate import COMPONENTS
 from ._faults import kill_point
+from ._perturb import PERTURBATIONS, AbstractPerturbation
 from ._tasks import CenterOut, Trials
 
 
@@ -64,13 +65,36 @@ def json_attrs(values: Mapping[str, Any]) -> dict[str, str]:
     return {name: json.dumps(value, sort_keys=True) for name, value in values.items()}
 
 
+def _perturbation_name(index: int, setting: str) -> str:
+    return f"perturbation{index}_{setting}"
+
+
+def _trial_variables(trials: Trials, dims: tuple[str, ...]) -> dict[str, Any]:
+    """The trials' arrays as variables over `dims` (then `component` for vectors); each
+    perturbation's per-trial values as ``perturbation<i>_<setting>``."""
+    variables: dict[str, Any] = {
+        name: ((*dims, "component"), np.asarray(getattr(trials, name))) for name in TRIAL_FIELDS
+    }
+    for index, (perturbation, params) in enumerate(zip(trials.perturbations, trials.params)):
+        for setting, values in params.items():
+            variables[_perturbation_name(index, setting)] = xr.Variable(
+                dims, np.asarray(values), {"kind": perturbation.kind}
+            )
+    return variables
+
+
+def _trial_attrs(trials: Trials, attrs: Mapping[str, Any] | None) -> dict[str, str]:
+    described = [p.to_dict() for p in trials.perturbations]
+    return json_attrs({**(attrs or {}), "perturbations": described})
+
+
 def trials_dataset(trials: Trials, *, attrs: Mapping[str, Any] | None = None) -> xr.Dataset:
-    """Training specs `(replicate, batch, trial, component)` as a Dataset."""
-    dims = ("replicate", "batch", "trial", "component")
+    """Training specs `(replicate, batch, trial, component)` as a Dataset, with the
+    perturbations' settings in the attribute ``perturbations``."""
     return xr.Dataset(
-        {name: (dims, np.asarray(getattr(trials, name))) for name in TRIAL_FIELDS},
+        _trial_variables(trials, ("replicate", "batch", "trial")),
         coords={"component": COMPONENTS},
-        attrs=json_attrs(attrs or {}),
+        attrs=_trial_attrs(trials, attrs),
     )
 
 
@@ -81,7 +105,8 @@ def write_trials(
     dataset = trials_dataset(trials, attrs=attrs)
     n_rep, n_batches, n_trials, _ = dataset.goal_pos.shape
     chunks = (n_rep, min(batches_per_chunk, n_batches), n_trials, 2)
-    write_dataset(dataset, path, encoding={name: {"chunks": chunks} for name in TRIAL_FIELDS})
+    encoding = {name: {"chunks": chunks[: dataset[name].ndim]} for name in dataset.data_vars}
+    write_dataset(dataset, path, encoding=encoding)
 
 
 def _check_variables(
@@ -103,51 +128,82 @@ def _check_variables(
         )
 
 
+def _read_perturbations(
+    dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...]
+) -> tuple[tuple[AbstractPerturbation, ...], tuple[dict[str, np.ndarray], ...]]:
+    """The perturbations a trial store's attrs describe, with their per-trial values."""
+    try:
+        described = json.loads(dataset.attrs.get("perturbations", "[]"))
+        perturbations = tuple(PERTURBATIONS[item["kind"]].from_dict(item) for item in described)
+    except (ValueError, KeyError, TypeError) as error:
+        raise StoreError(path, f"its 'perturbations' attribute is unreadable ({error})") from None
+    params = []
+    for index, perturbation in enumerate(perturbations):
+        names = ("active", *perturbation.DRAWN)
+        variables = {_perturbation_name(index, name): dims for name in names}
+        _check_variables(dataset, path, variables)
+        params.append(
+            {
+                name: np.asarray(dataset[_perturbation_name(index, name)].values, np.float32)
+                for name in names
+            }
+        )
+    return perturbations, tuple(params)
+
+
+def _read_trials(dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...], as_array) -> Trials:
+    _check_variables(dataset, path, {name: (*dims, "component") for name in TRIAL_FIELDS})
+    perturbations, params = _read_perturbations(dataset, path, dims)
+    return Trials(
+        *(as_array(dataset[name].values, np.float32) for name in TRIAL_FIELDS),
+        perturbations=perturbations,
+        params=tuple({k: as_array(v, np.float32) for k, v in p.items()} for p in params),
+    )
+
+
 def read_trials(path: str | Path) -> Trials:
     """Training specs from a store written by :func:`write_trials`."""
-    dataset = open_dataset(path)
-    dims = ("replicate", "batch", "trial", "component")
-    _check_variables(dataset, path, {name: dims for name in TRIAL_FIELDS})
-    return Trials(*(np.asarray(dataset[name].values, np.float32) for name in TRIAL_FIELDS))
+    return _read_trials(open_dataset(path), path, ("replicate", "batch", "trial"), np.asarray)
 
 
 def center_out_dataset(
     center_out: CenterOut, *, attrs: Mapping[str, Any] | None = None
 ) -> xr.Dataset:
-    """Evaluation specs `(trial, component)` with goal angle and distance coords."""
-    dims = ("trial", "component")
+    """Center-out specs `(trial, component)` with goal angle and distance coords, and
+    the perturbations they carry (the validation set's)."""
     return xr.Dataset(
-        {name: (dims, np.asarray(getattr(center_out.trials, name))) for name in TRIAL_FIELDS},
+        _trial_variables(center_out.trials, ("trial",)),
         coords={
             "component": COMPONENTS,
             "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
             "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
         },
-        attrs=json_attrs(attrs or {}),
+        attrs=_trial_attrs(center_out.trials, attrs),
     )
 
 
 def read_center_out(path: str | Path) -> CenterOut:
     """Evaluation specs from a store written from :func:`center_out_dataset`."""
     dataset = open_dataset(path)
-    _check_variables(dataset, path, {name: ("trial", "component") for name in TRIAL_FIELDS})
+    trials = _read_trials(dataset, path, ("trial",), jnp.asarray)
     for coord in ("goal_angle", "goal_distance"):
         if coord not in dataset.coords:
             raise StoreError(path, f"coordinate {coord!r} is missing")
     return CenterOut(
-        trials=Trials(*(jnp.asarray(dataset[name].values, jnp.float32) for name in TRIAL_FIELDS)),
+        trials=trials,
         goal_angle=jnp.asarray(dataset.goal_angle.values, jnp.float32),
         goal_distance=jnp.asarray(dataset.goal_distance.values, jnp.float32),
     )
 
 
+_STEPS = ("replicate", "condition", "trial", "time")
 STATE_VARIABLES = {
-    "pos": ("replicate", "trial", "time", "component"),
-    "vel": ("replicate", "trial", "time", "component"),
-    "control": ("replicate", "trial", "time", "actuator"),
-    "output": ("replicate", "trial", "time", "actuator"),
-    "hidden": ("replicate", "trial", "time", "unit"),
-    "goal": ("trial", "component"),
+    "pos": (*_STEPS, "component"),
+    "vel": (*_STEPS, "component"),
+    "control": (*_STEPS, "actuator"),
+    "output": (*_STEPS, "actuator"),
+    "hidden": (*_STEPS, "unit"),
+    "goal": ("condition", "trial", "time", "component"),
 }
 
 

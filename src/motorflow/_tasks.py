@@ -11,21 +11,33 @@ import numpy as np
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._config import TaskConfig
+from ._perturb import AbstractPerturbation, Params, draw_all
 
 
 class Trials(eqx.Module):
-    """Trial specs; every field shares the leading dims (e.g. replicate, batch, trial).
+    """Trial specs; every array shares the leading dims (e.g. replicate, batch, trial).
 
     **Arguments:**
 
     - `init_pos`: start position, shape `(..., 2)`.
     - `init_vel`: start velocity, shape `(..., 2)`.
     - `goal_pos`: goal position, shape `(..., 2)`.
+    - `perturbations`: the perturbations every trial carries (static settings).
+    - `params`: for each perturbation, its values per trial (``active`` and each
+      drawn setting), each shape `(...)`.
     """
 
     init_pos: Float[Array, "*trials 2"]
     init_vel: Float[Array, "*trials 2"]
     goal_pos: Float[Array, "*trials 2"]
+    perturbations: tuple[AbstractPerturbation, ...] = eqx.field(static=True, default=())
+    params: tuple[Params, ...] = ()
+
+    def perturbed_by(
+        self, perturbations: tuple[AbstractPerturbation, ...], params: tuple[Params, ...]
+    ) -> Trials:
+        """These trials carrying `perturbations` with their per-trial `params` instead."""
+        return Trials(self.init_pos, self.init_vel, self.goal_pos, tuple(perturbations), params)
 
 
 class CenterOut(eqx.Module):
@@ -68,9 +80,17 @@ class ReachTask(eqx.Module):
             return jax.random.uniform(k, (n_trials, 2), minval=lower, maxval=upper)
 
         init_pos = uniform(start_key)
-        return Trials(
+        trials = Trials(
             init_pos=init_pos, init_vel=jnp.zeros_like(init_pos), goal_pos=uniform(goal_key)
         )
+        return self._perturbed(trials, jax.random.fold_in(key, 1), (n_trials,))
+
+    def _perturbed(self, trials: Trials, key: PRNGKeyArray, shape: tuple[int, ...]) -> Trials:
+        """`trials` carrying the task's perturbations, drawn from `key`."""
+        perturbations = self.config.perturbations
+        if not perturbations:
+            return trials
+        return trials.perturbed_by(perturbations, draw_all(perturbations, key, shape))
 
     def training_trials(
         self,
@@ -115,7 +135,17 @@ class ReachTask(eqx.Module):
             goal_distance=jnp.asarray(distance, jnp.float32),
         )
 
-    def inputs(self, trials: Trials) -> Float[Array, "*trials time 2"]:
-        """What the network receives at every step: the goal position, held constant."""
-        goal = trials.goal_pos[..., None, :]
-        return jnp.broadcast_to(goal, (*goal.shape[:-2], self.n_steps, goal.shape[-1]))
+    def validation_set(self, key: PRNGKeyArray) -> CenterOut:
+        """The center-out reaches under the task's (training) perturbations, drawn from `key`."""
+        center_out = self.eval_trials()
+        n_trials = center_out.trials.init_pos.shape[0]
+        return CenterOut(
+            trials=self._perturbed(center_out.trials, key, (n_trials,)),
+            goal_angle=center_out.goal_angle,
+            goal_distance=center_out.goal_distance,
+        )
+
+    def inputs(self, trial: Trials, goal: Float[Array, "time 2"]) -> Float[Array, "time 2"]:
+        """What the network receives at every step of one trial: the goal position
+        (`goal`, per step: it moves when the target jumps)."""
+        return goal

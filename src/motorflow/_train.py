@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from ._checkpoint import Checkpoints, CheckpointStore
 from ._config import TrainConfig
 from ._ensemble import n_replicates
+from ._episode import run_trials
 from ._faults import kill_point
 from ._history import History, empty_history, validation_steps
 from ._identity import code_version, json_digest, tree_digest
@@ -149,10 +150,8 @@ class Trainer:
     def _replicate_loss(self, params, frozen, trials: Trials, key):
         model = eqx.combine(params, frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
-        rollouts = jax.vmap(lambda p, v, u, k: model.rollout(p, v, u, key=k))(
-            trials.init_pos, trials.init_vel, self.task.inputs(trials), keys
-        )
-        terms = loss_terms(self.config.loss, rollouts, trials)
+        rollouts, goal = run_trials(model, self.task, trials, keys)
+        terms = loss_terms(self.config.loss, rollouts, goal)
         return total_loss(self.config.loss, terms), terms
 
     def _update(self, params, opt_state, frozen, trials: Trials, key):
@@ -238,6 +237,13 @@ def _check_trials(trials: Trials, config: TrainConfig) -> None:
             )
 
 
+def _validation_trials(task: ReachTask, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:
+    """The given validation set's trials, else the task's, perturbed as in training."""
+    if validation is None:
+        validation = task.validation_set(jax.random.fold_in(key, 1))
+    return validation.trials
+
+
 def run_fingerprint(
     ensemble: eqx.Module,
     trials: Trials,
@@ -254,7 +260,7 @@ def run_fingerprint(
     checkpoint cadence and retention (which only shape the resume state), the task,
     and the library's code version. Its digest is the run's identity (:func:`run_id`).
     """
-    validation_trials = (task.eval_trials() if validation is None else validation).trials
+    validation_trials = _validation_trials(task, validation, key)
     return {
         "train": config.result_settings(),
         "task": task.config.to_dict(),
@@ -310,7 +316,8 @@ def train(
       without checkpoints. Only checkpoints of the identical run (same
       :func:`run_fingerprint`) are resumed; those of other runs are kept there for
       a while and never applied to this one.
-    - `validation`: the validation set; by default the task's center-out set.
+    - `validation`: the validation set; by default the task's center-out set under
+      its training perturbations (:meth:`ReachTask.validation_set`).
     - `progress`: show a progress bar.
     - `on_log`: called after each validation step (and its checkpoint, if any) with
       the number of batches done and the history so far.
@@ -332,7 +339,7 @@ def train(
         log_every=config.log_every,
     )
     host_trials = jax.tree.map(np.asarray, trials)
-    validation_trials = (task.eval_trials() if validation is None else validation).trials
+    validation_trials = _validation_trials(task, validation, key)
     steps = validation_steps(config.n_batches, config.log_every)
     fingerprint = run_fingerprint(
         ensemble, host_trials, task, config, key=key, validation=validation

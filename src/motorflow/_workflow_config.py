@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._config import ModelConfig, TaskConfig, TrainConfig
+from ._config import MAX_PERTURBATIONS, ModelConfig, TaskConfig, TrainConfig
 from ._config_base import (
     Block,
     Boolean,
@@ -29,6 +29,7 @@ from ._config_base import (
     Text,
     config_error,
 )
+from ._perturb import AnyPerturbation
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_NAME_LENGTH = 64
@@ -62,8 +63,19 @@ def _grid_setting(setting: str) -> str:
     return setting
 
 
+def _not_a_yaml_value(name: Any) -> Any:
+    if name is None or isinstance(name, bool):
+        raise ConfigError(
+            "",
+            f"a name read as {name!r}: YAML reads a bare null, yes, no, true or false as a "
+            'value; quote it ("null": ...) or choose another name',
+        )
+    return name
+
+
 Name = Annotated[
     str,
+    BeforeValidator(_not_a_yaml_value),
     AfterValidator(check_name),
     WithJsonSchema({"type": "string", "pattern": NAME_PATTERN, "maxLength": MAX_NAME_LENGTH}),
 ]
@@ -101,13 +113,25 @@ class SweepSpec(Block):
     grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(min_length=1)
 
 
+MAX_CONDITIONS = 100
+
+
 class EvaluationConfig(Block):
-    """How evaluation reaches are scored."""
+    """The conditions every experiment is evaluated in, and how reaches are scored.
+
+    `conditions` maps a name to a list of perturbations (an empty list: none); every
+    experiment runs its center-out reaches in each condition, in order, with the same
+    noise. A condition's settings that are ranges are drawn per trial from the
+    experiment's seed.
+    """
 
     goal_radius: PositiveNumber = Field(
         0.05,
         description="distance to the goal within which a reach counts as settled (movement time)",
     )
+    conditions: dict[
+        Name, Annotated[tuple[AnyPerturbation, ...], Field(max_length=MAX_PERTURBATIONS)]
+    ] = Field({"unperturbed": ()}, min_length=1, max_length=MAX_CONDITIONS)
 
 
 class FiguresConfig(Block):

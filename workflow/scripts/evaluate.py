@@ -13,5 +13,5 @@ with mf.stage_logging(snakemake.log[0]):  # noqa: F821
         states_path=snakemake.output.states,  # noqa: F821
         metrics_path=snakemake.output.metrics,  # noqa: F821
         table_path=snakemake.output.table,  # noqa: F821
-        goal_radius=config["evaluation"]["goal_radius"],
+        evaluation=mf.EvaluationConfig.from_dict(config["evaluation"], "evaluation"),
     )

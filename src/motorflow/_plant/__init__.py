@@ -6,7 +6,7 @@ Pure dynamics: each plant is a vector field over an explicit state pytree, stepp
 
 from __future__ import annotations
 
-from .._config_base import tagged_union
+from .._config_base import registry, tagged_union
 from ._arm import ArmConfig, ArmState, TwoLinkArm
 from ._base import AbstractPlant, PlantConfig
 from ._integrate import METHODS, step
@@ -15,10 +15,7 @@ from ._point_mass import PointMass, PointMassConfig, PointMassState
 
 # The registry: a plant's config `kind` -> its settings class (whose `build` makes it).
 # Adding a plant is one module with the plant and its config, plus one line here.
-PLANTS: dict[str, type[PlantConfig]] = {
-    config.model_fields["kind"].default: config
-    for config in (PointMassConfig, ArmConfig, MuscleArmConfig)
-}
+PLANTS: dict[str, type[PlantConfig]] = registry(PointMassConfig, ArmConfig, MuscleArmConfig)
 # A model's `plant:` block: one of the registered kinds, chosen by its `kind` key.
 AnyPlantConfig = tagged_union(list(PLANTS.values()))
 

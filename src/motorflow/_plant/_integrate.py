@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import jax
@@ -16,14 +17,20 @@ def _add_scaled(state: PyTree, scale: float, derivative: PyTree) -> PyTree:
     return jax.tree.map(lambda y, dy: y + scale * dy, state, derivative)
 
 
+def _field(plant, control, external_force):
+    """The vector field at fixed control, with the external force held or, if it is a
+    function of the effector's position and velocity, evaluated at each state."""
+    if callable(external_force):
+        return lambda y: plant.vector_field(y, control, external_force(*plant.effector(y)))
+    return lambda y: plant.vector_field(y, control, external_force)
+
+
 def _euler(plant, state, control, external_force, h):
-    return _add_scaled(state, h, plant.vector_field(state, control, external_force))
+    return _add_scaled(state, h, _field(plant, control, external_force)(state))
 
 
 def _rk4(plant, state, control, external_force, h):
-    def f(y):
-        return plant.vector_field(y, control, external_force)
-
+    f = _field(plant, control, external_force)
     k1 = f(state)
     k2 = f(_add_scaled(state, h / 2, k1))
     k3 = f(_add_scaled(state, h / 2, k2))
@@ -36,13 +43,13 @@ def step(
     plant: AbstractPlant,
     state: PyTree,
     control: Float[Array, " control"],
-    external_force: Float[Array, " xy"],
+    external_force: Float[Array, " xy"] | Callable[[Array, Array], Float[Array, " xy"]],
     *,
     dt: float,
     method: Literal["euler", "rk4"] = "euler",
     n_substeps: int = 1,
 ) -> PyTree:
-    """Advance `state` by `dt`, holding `control` and `external_force` constant.
+    """Advance `state` by `dt`, holding `control` (and `external_force`, if an array) constant.
 
     The step is split into `n_substeps` equal sub-steps of `dt / n_substeps`, each an
     explicit Euler or classic RK4 step followed by `plant.constrain` (joint limits,
@@ -56,7 +63,9 @@ def step(
     - `plant`: the plant whose :meth:`~AbstractPlant.vector_field` is integrated.
     - `state`: the current state pytree.
     - `control`: the network's output, shape `(n_controls,)`.
-    - `external_force`: Cartesian force on the effector, shape `(2,)`.
+    - `external_force`: Cartesian force on the effector, shape `(2,)`, or a function
+      of the effector's position and velocity that returns it (a velocity-dependent
+      field), evaluated at every stage of every sub-step.
     - `dt`: the step in seconds (> 0).
     - `method`: `"euler"` or `"rk4"`.
     - `n_substeps`: how many sub-steps make one step (>= 1).

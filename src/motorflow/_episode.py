@@ -1,0 +1,44 @@
+"""One trial of a task run through a closed-loop model, with its perturbations applied."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from ._loop import ClosedLoop, Rollout
+from ._perturb import TrialGeometry, total_effects
+from ._tasks import ReachTask, Trials
+
+
+def run_trial(
+    model: ClosedLoop, task: ReachTask, trial: Trials, *, key: PRNGKeyArray
+) -> tuple[Rollout, Float[Array, "time 2"]]:
+    """Roll out one trial (no leading dims); returns the rollout and the goal at each step.
+
+    The trial's perturbations become per-step effects (:func:`total_effects`): forces
+    and feedback offsets go to the loop, goal displacements to the task's inputs and
+    to the returned goal, which the loss and the metrics measure against. A trial
+    without perturbations runs exactly as before they existed.
+    """
+    n_steps = task.n_steps
+    if trial.perturbations:
+        geometry = TrialGeometry(
+            start=trial.init_pos, goal=trial.goal_pos, n_steps=n_steps, dt=model.dt
+        )
+        effects = total_effects(trial.perturbations, trial.params, geometry)
+        goal = trial.goal_pos + effects.goal
+    else:
+        effects = None
+        goal = jnp.broadcast_to(trial.goal_pos, (n_steps, trial.goal_pos.shape[-1]))
+    rollout = model.rollout(
+        trial.init_pos, trial.init_vel, task.inputs(trial, goal), key=key, effects=effects
+    )
+    return rollout, goal
+
+
+def run_trials(
+    model: ClosedLoop, task: ReachTask, trials: Trials, keys: PRNGKeyArray
+) -> tuple[Rollout, Float[Array, "trial time 2"]]:
+    """:func:`run_trial` over the leading trial dim of `trials`, trial i with ``keys[i]``."""
+    return jax.vmap(lambda trial, key: run_trial(model, task, trial, key=key))(trials, keys)

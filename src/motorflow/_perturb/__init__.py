@@ -1,0 +1,41 @@
+"""Perturbations: force fields, force pulses, feedback offsets and target jumps.
+
+Each is a config block (its settings, some drawn per trial) that says what it does
+to a trial at every step (:class:`Effects`). `PERTURBATIONS` maps the config's
+``kind`` names to their classes; adding one is a module and one line here.
+"""
+
+from __future__ import annotations
+
+from .._config_base import registry, tagged_union
+from ._base import AbstractPerturbation, Effects, TrialGeometry, endpoint_force, rotate_left
+from ._draw import Params, draw_all, draw_conditions, draw_params, total_effects
+from ._fields import ConstantField, CurlField
+from ._target import TargetJump
+from ._windows import FeedbackOffset, ForcePulse
+
+PERTURBATIONS: dict[str, type[AbstractPerturbation]] = registry(
+    CurlField, ConstantField, ForcePulse, FeedbackOffset, TargetJump
+)
+# One perturbation block of a config: a registered kind, chosen by its `kind` key.
+AnyPerturbation = tagged_union(list(PERTURBATIONS.values()))
+
+__all__ = [
+    "PERTURBATIONS",
+    "AbstractPerturbation",
+    "AnyPerturbation",
+    "ConstantField",
+    "CurlField",
+    "Effects",
+    "FeedbackOffset",
+    "ForcePulse",
+    "Params",
+    "TargetJump",
+    "TrialGeometry",
+    "draw_all",
+    "draw_conditions",
+    "draw_params",
+    "endpoint_force",
+    "rotate_left",
+    "total_effects",
+]

@@ -1,0 +1,199 @@
+"""The perturbation interface: settings, per-trial draws, and per-step effects on a trial."""
+
+from __future__ import annotations
+
+import abc
+import math
+from typing import Annotated, Any, ClassVar, Literal
+
+import equinox as eqx
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+from pydantic import Field, PlainSerializer, PlainValidator, Strict, WithJsonSchema
+
+from .._config_base import Block, ConfigError
+
+# A window edge within this fraction of a step of a step's time counts as that step,
+# so ``start: 0.3`` with ``dt: 0.01`` starts at step 30 despite float rounding.
+_STEP_TOLERANCE = 1e-4
+
+
+def drawn(**bounds: float) -> Any:
+    """A setting that is a number, or a range ``[low, high]`` drawn uniformly per trial.
+
+    `bounds` (``ge=0`` or ``gt=0``) hold for the number and for both ends of a range.
+    """
+    ((bound, limit),) = bounds.items() if bounds else (("", None),)
+    schema_number: dict[str, Any] = {"type": "number"}
+    if bound:
+        schema_number[{"ge": "minimum", "gt": "exclusiveMinimum"}[bound]] = limit
+
+    def number(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError("", f"must be a number or a range [low, high], got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError("", f"must be a finite number, got {value!r}")
+        if (bound == "ge" and value < limit) or (bound == "gt" and value <= limit):
+            symbol = ">=" if bound == "ge" else ">"
+            raise ConfigError("", f"must be a number {symbol} {limit:g}, got {value!r}")
+        return float(value)
+
+    def validate(value: Any) -> float | tuple[float, float]:
+        if isinstance(value, (list, tuple)):
+            if len(value) != 2:
+                raise ConfigError("", f"a range is a list [low, high], got {list(value)!r}")
+            low, high = number(value[0]), number(value[1])
+            if low > high:
+                raise ConfigError("", f"a range [low, high] needs low <= high, got {list(value)}")
+            return (low, high)
+        return number(value)
+
+    return Annotated[
+        float | tuple[float, float],
+        PlainValidator(validate),
+        PlainSerializer(lambda value: list(value) if isinstance(value, tuple) else value),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    schema_number,
+                    {"type": "array", "items": schema_number, "minItems": 2, "maxItems": 2},
+                ]
+            }
+        ),
+    ]
+
+
+Drawn = drawn()
+NonNegativeDrawn = drawn(ge=0)
+PositiveDrawn = drawn(gt=0)
+Frame = Literal["world", "reach"]
+
+
+class Effects(eqx.Module):
+    """What the perturbations of one trial do at each step `t` (dim `time`).
+
+    **Arguments:**
+
+    - `force`: a Cartesian force on the effector (N), shape `(time, 2)`.
+    - `curl`: the gain of a curl field (N s/m), shape `(time,)`: the effector feels
+      ``curl[t]`` times its velocity turned 90 degrees counter-clockwise.
+    - `feedback`: an offset added to the sensed effector position (m) before the
+      feedback delay, shape `(time, 2)`.
+    - `goal`: a displacement of the goal (m), shape `(time, 2)`: the network is shown,
+      and the loss measures against, the displaced goal.
+    """
+
+    force: Float[Array, "time 2"]
+    curl: Float[Array, " time"]
+    feedback: Float[Array, "time 2"]
+    goal: Float[Array, "time 2"]
+
+    @classmethod
+    def none(cls, n_steps: int) -> Effects:
+        """No effect at any of `n_steps` steps."""
+        vector = jnp.zeros((n_steps, 2), jnp.float32)
+        return cls(force=vector, curl=jnp.zeros(n_steps, jnp.float32), feedback=vector, goal=vector)
+
+    @classmethod
+    def only(cls, n_steps: int, **fields: Array) -> Effects:
+        """`fields` (e.g. ``force=...``), and no effect of any other kind."""
+        none = cls.none(n_steps)
+        return cls(**{name: fields.get(name, getattr(none, name)) for name in _EFFECT_FIELDS})
+
+    def __add__(self, other: Effects) -> Effects:
+        return Effects(
+            force=self.force + other.force,
+            curl=self.curl + other.curl,
+            feedback=self.feedback + other.feedback,
+            goal=self.goal + other.goal,
+        )
+
+
+_EFFECT_FIELDS = ("force", "curl", "feedback", "goal")
+
+
+class TrialGeometry(eqx.Module):
+    """Where one trial starts and where its goal is, each shape `(2,)`; the times of its
+    `n_steps` steps are ``t * dt``."""
+
+    start: Float[Array, " 2"]
+    goal: Float[Array, " 2"]
+    n_steps: int = eqx.field(static=True)
+    dt: float = eqx.field(static=True)
+
+    def first_step_at(self, time: Float[Array, ""]) -> Float[Array, ""]:
+        """The first step whose time is at or after `time` (s)."""
+        return jnp.ceil(time / self.dt - _STEP_TOLERANCE)
+
+    def window(self, start: Float[Array, ""], duration: Float[Array, ""]) -> Float[Array, " time"]:
+        """1 at the steps t with ``start <= t * dt < start + duration``, else 0."""
+        steps = jnp.arange(self.n_steps)
+        first, end = self.first_step_at(start), self.first_step_at(start + duration)
+        return ((steps >= first) & (steps < end)).astype(jnp.float32)
+
+    def from_step(self, time: Float[Array, ""]) -> Float[Array, " time"]:
+        """1 at the steps t with ``t * dt >= time``, else 0."""
+        return (jnp.arange(self.n_steps) >= self.first_step_at(time)).astype(jnp.float32)
+
+    def direction(self, angle_deg: Float[Array, ""], frame: str) -> Float[Array, " 2"]:
+        """The unit vector at `angle_deg` counter-clockwise from +x (``world``) or from
+        the start-to-goal direction (``reach``; 90 is to the left of the movement).
+
+        A trial whose goal is its start has no reach direction; ``reach`` is then +x.
+        """
+        angle = jnp.deg2rad(angle_deg)
+        if frame == "reach":
+            toward = self.goal - self.start
+            angle = angle + jnp.arctan2(toward[1], toward[0])
+        return jnp.stack([jnp.cos(angle), jnp.sin(angle)])
+
+
+class AbstractPerturbation(Block):
+    """A perturbation: its settings (a config block) and what it does to a trial.
+
+    Settings listed in `DRAWN` are numbers or ranges ``[low, high]`` drawn uniformly
+    for every trial; `probability` is the chance that a trial is perturbed at all.
+    The drawn values of a trial arrive in :meth:`effects` as scalars in `params`
+    (``params["active"]`` is 1 or 0), so that every trial of a batch runs the same
+    program. A subclass declares ``kind: Literal["<name>"]`` (its registry name),
+    its settings, `DRAWN`, and :meth:`effects`; :meth:`time_settings` names the
+    settings that are times, so a config can be checked against a trial's length.
+    """
+
+    kind: str
+    probability: Annotated[float, Strict(), Field(ge=0, le=1)] = Field(
+        1.0, description="chance that a trial is perturbed"
+    )
+
+    DRAWN: ClassVar[tuple[str, ...]] = ()
+    TIMES: ClassVar[tuple[str, ...]] = ()
+
+    @abc.abstractmethod
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        """The per-step effects on one trial with the drawn `params` (scalars)."""
+
+    def ranges(self) -> dict[str, tuple[float, float]]:
+        """Each drawn setting as ``(low, high)`` (a number as a range of width zero)."""
+        ranges = {}
+        for name in self.DRAWN:
+            value = getattr(self, name)
+            ranges[name] = tuple(value) if isinstance(value, tuple) else (value, value)
+        return ranges
+
+    def latest_time(self) -> float:
+        """The latest time (s) at which the perturbation may begin: it must fall inside
+        the trial (checked against each experiment's ``n_steps * dt``)."""
+        return max((self.ranges()[name][1] for name in self.TIMES), default=0.0)
+
+
+def rotate_left(vector: Float[Array, " 2"]) -> Float[Array, " 2"]:
+    """`vector` turned 90 degrees counter-clockwise."""
+    return jnp.stack([-vector[1], vector[0]])
+
+
+def endpoint_force(
+    force: Float[Array, " 2"], curl: Float[Array, ""], velocity: Float[Array, " 2"]
+) -> Float[Array, " 2"]:
+    """The force on an effector moving at `velocity` at a step whose effects are
+    `force` (N) and `curl` (N s/m, counter-clockwise positive)."""
+    return force + curl * rotate_left(velocity)
