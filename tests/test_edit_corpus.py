@@ -141,6 +141,15 @@ CORPUS = {
     "loss discount": (at("trainings.quick.loss.position.discount_power", 2), TRAIN),
     "log cadence": (at("trainings.quick.log_every", 5), TRAIN),
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
+    # a chain: the child's own settings say where it starts (its input, the parent's
+    # model, reruns it whenever the parent reruns)
+    "an experiment chained": (at("experiments.noisy.init_from", "quiet"), {"train:noisy"}),
+    "a chained optimizer continued": (
+        lambda config: config["experiments"]["noisy"].update(
+            init_from="quiet", reset_optimizer=False
+        ),
+        {"train:noisy"},
+    ),
     # evaluation and figures
     "goal radius": (at("evaluation.goal_radius", 0.1), jobs("evaluate")),
     "a condition added": (

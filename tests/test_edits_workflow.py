@@ -59,6 +59,9 @@ BASE = {
             for name in ("delay", "fnoise", "hnoise", "mass", "damping", "dt", "cell", "pert")
         },
         "lr": experiment(),
+        # A chain: editing `lr` reruns its descendants, the last continuing the optimizer.
+        "lr_child": experiment(init_from="lr"),
+        "lr_grandchild": experiment(init_from="lr_child", reset_optimizer=False),
         "seed": experiment(),
         "steps": experiment(),
     },
@@ -107,7 +110,7 @@ def edited_config(jax_cache: Path) -> dict:
 
 # Experiments whose evaluation is checked too; the others stop at the train outputs
 # (the evaluation of a model is a function of it), which keeps the test's job count down.
-EVALUATED = ("same", "lr", "seed", "steps", "pert")
+EVALUATED = ("same", "lr", "seed", "steps", "pert", "lr_grandchild")
 
 
 def stores(config) -> list[str]:
@@ -141,6 +144,7 @@ def fresh_results(config: dict, root: Path) -> None:
             model_path=results / name / "model",
             history_path=results / name / "history.zarr",
             checkpoint_dir=results / name / "checkpoints",
+            init_path=results / exp.init_from / "model" if exp.init_from else None,
             progress=False,
         )
         if name not in EVALUATED:
@@ -179,7 +183,7 @@ def edited(tmp_path_factory, compilation_cache):
 
 def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
     _, config, plan, _ = edited
-    retrained = set(EDITS) | {"seed"}
+    retrained = set(EDITS) | {"seed", "lr_child", "lr_grandchild"}
     expected = {("train", f"experiment={name}") for name in retrained}
     expected |= {("evaluate", f"experiment={name}") for name in retrained & set(EVALUATED)}
     # New trial specs for the new seed, n_steps and perturbations; `same` reruns nothing.
@@ -207,6 +211,8 @@ def test_a_rerun_after_an_edit_trains_from_the_first_batch(edited):
         log = train_log(workdir, name)
         assert "Training from the first batch" in log, name
         assert "Resuming" not in log and "finished training earlier" not in log
+    for child, parent in (("lr_child", "lr"), ("lr_grandchild", "lr_child")):
+        assert f"Starting from the trained model of {parent!r}" in train_log(workdir, child)
 
 
 def test_a_forced_rerun_retrains_from_scratch_to_the_same_result(edited, tmp_path):

@@ -38,7 +38,7 @@ from ._figures import (
 )
 from ._history import empty_history, history_dataset, validation_steps
 from ._identity import canonical_json, code_version, tree_digest
-from ._io import load_ensemble, save_ensemble
+from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
 from ._job_settings import (
     flatten_settings,
     job_settings,
@@ -167,6 +167,7 @@ __all__ = [
     "TwoLinkArm",
     "VanillaCell",
     "WorkflowConfig",
+    "adopt_weights",
     "build_model",
     "canonical_json",
     "center_out_dataset",
@@ -192,6 +193,7 @@ __all__ = [
     "learning_rate_schedule",
     "load_config_file",
     "load_ensemble",
+    "load_optimizer_state",
     "loss_terms",
     "make_ensemble",
     "make_optimizer",

@@ -22,7 +22,7 @@ import pydantic
 
 from ._config import ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
 from ._config_base import ConfigError, config_error, merge_settings
-from ._ensemble import build_model
+from ._ensemble import build_model, make_ensemble
 from ._identity import canonical_json, json_digest
 from ._tasks import ReachTask
 from ._trainable import trainable_filter
@@ -66,6 +66,8 @@ class Experiment:
     model: ModelConfig
     train: TrainConfig
     seed: int
+    init_from: str | None = None
+    reset_optimizer: bool = True
 
     def dataset_spec(self) -> dict[str, Any]:
         """Everything the training trial specs depend on (experiments that agree share them)."""
@@ -88,11 +90,17 @@ class Experiment:
         The train rule's params are exactly these, so Snakemake retrains when one of
         them changes and never otherwise.
         """
+        chained = (
+            {"init_from": self.init_from, "reset_optimizer": self.reset_optimizer}
+            if self.init_from
+            else {}
+        )
         return {
             "task": self.task.to_dict(),
             "model": self.model.to_dict(),
             "training": self.train.result_settings(),
             "seed": self.seed,
+            **chained,
         }
 
     def evaluate_settings(self) -> dict[str, Any]:
@@ -107,6 +115,8 @@ class Experiment:
             "model": self.model.to_dict(),
             "train": self.train.to_dict(),
             "seed": self.seed,
+            "init_from": self.init_from,
+            "reset_optimizer": self.reset_optimizer,
         }
 
     @classmethod
@@ -118,6 +128,8 @@ class Experiment:
             model=ModelConfig.from_dict(data["model"], "model"),
             train=TrainConfig.from_dict(data["train"], "train"),
             seed=data["seed"],
+            init_from=data.get("init_from"),
+            reset_optimizer=data.get("reset_optimizer", True),
         )
 
 
@@ -221,7 +233,85 @@ def _resolve_one(
         model=blocks["model"],
         train=blocks["training"],
         seed=spec.seed,
+        init_from=spec.init_from,
+        reset_optimizer=spec.reset_optimizer,
     )
+
+
+def _model_shapes(experiment: Experiment) -> list[tuple[int, ...]]:
+    """The shapes of the ensemble's arrays, in order (computed without running JAX)."""
+    ensemble = eqx.filter_eval_shape(
+        make_ensemble,
+        experiment.model,
+        n_replicates=experiment.train.n_replicates,
+        n_task_inputs=ReachTask(experiment.task).n_inputs,
+        key=jax.eval_shape(lambda: jax.random.key(0)),
+    )
+    return [leaf.shape for leaf in jax.tree.leaves(ensemble) if isinstance(leaf, jax.ShapeDtypeStruct)]
+
+
+def _state_layout(train: TrainConfig) -> dict[str, Any]:
+    """The training settings that shape the optimizer state (a continued state needs them)."""
+    optimizer = train.optimizer
+    return {
+        "optimizer.name": optimizer.name,
+        "optimizer.clip_global_norm": optimizer.clip_global_norm is not None,
+        "optimizer.momentum": optimizer.name == "sgd" and optimizer.momentum > 0,
+        "trainable": train.trainable,
+    }
+
+
+def _check_init_from(child: Experiment, parent: Experiment, path: str) -> None:
+    """`child` can start from `parent`'s trained model (and optimizer state)."""
+    if child.train.n_replicates != parent.train.n_replicates:
+        raise ConfigError(
+            f"{path}.init_from",
+            f"{child.name!r} trains {child.train.n_replicates} replicates but starts from "
+            f"{parent.name!r}, which trains {parent.train.n_replicates}; they must agree",
+        )
+    if _model_shapes(child) != _model_shapes(parent):
+        raise ConfigError(
+            f"{path}.init_from",
+            f"the model of {child.name!r} does not have the shapes of {parent.name!r}'s, "
+            "whose trained weights it starts from: keep the network size, cell and plant "
+            "(settings without weights, such as noise, delay and mass, may differ)",
+        )
+    if child.reset_optimizer:
+        return
+    ours, theirs = _state_layout(child.train), _state_layout(parent.train)
+    changed = [key for key in ours if ours[key] != theirs[key]]
+    if changed:
+        raise ConfigError(
+            f"{path}.reset_optimizer",
+            f"continuing {parent.name!r}'s optimizer state needs the same "
+            f"{', '.join(changed)} as its training; change them back or set "
+            "reset_optimizer: true",
+        )
+
+
+def _check_chains(
+    experiments: Mapping[str, Experiment], specs: Mapping[str, tuple[str, ExperimentSpec]]
+) -> None:
+    """Every `init_from` names an experiment it can start from, and no chain loops."""
+    for name, experiment in experiments.items():
+        path = specs[name][0]
+        seen = [name]
+        parent = experiment.init_from
+        while parent is not None:
+            if parent not in experiments:
+                raise ConfigError(
+                    f"{path}.init_from",
+                    f"{parent!r} is not an experiment (defined: {', '.join(experiments)})",
+                )
+            if parent in seen:
+                loop = " -> ".join([*seen, parent])
+                raise ConfigError(
+                    f"{path}.init_from", f"the experiments start from each other in a loop: {loop}"
+                )
+            seen.append(parent)
+            parent = experiments[parent].init_from
+        if experiment.init_from is not None:
+            _check_init_from(experiment, experiments[experiment.init_from], path)
 
 
 def _value_label(value: Any) -> str:
@@ -314,7 +404,11 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     """
     settings = _typed(config)
     specs = _experiment_specs(settings)
-    return {name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()}
+    experiments = {
+        name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()
+    }
+    _check_chains(experiments, specs)
+    return experiments
 
 
 def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) -> Experiment:
@@ -326,4 +420,11 @@ def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) ->
             "experiments", f"no experiment is named {name!r}; defined: {', '.join(specs)}"
         )
     path, spec = specs[name]
-    return _resolve_one(settings, name, spec, path)
+    experiment = _resolve_one(settings, name, spec, path)
+    if experiment.init_from is not None:
+        if experiment.init_from not in specs:
+            _check_chains({name: experiment}, specs)  # raises, naming the key
+        parent_path, parent_spec = specs[experiment.init_from]
+        parent = _resolve_one(settings, experiment.init_from, parent_spec, parent_path)
+        _check_init_from(experiment, parent, path)
+    return experiment

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import equinox as eqx
 import jax
@@ -17,14 +18,22 @@ from ._orbax import orbax_checkpoint, restore_target
 FORMAT = "motorflow.ensemble/1"
 _CONFIG = "ensemble.json"
 _ARRAYS = "arrays"
+_OPTIMIZER = "optimizer"
 
 
 def save_ensemble(
-    path: str | Path, ensemble: eqx.Module, config: ModelConfig, *, n_task_inputs: int
+    path: str | Path,
+    ensemble: eqx.Module,
+    config: ModelConfig,
+    *,
+    n_task_inputs: int,
+    optimizer_state: Any = None,
 ) -> None:
     """Write `ensemble` (built from `config`) to the directory `path`, atomically.
 
-    The directory appears complete or not at all; an existing one is replaced.
+    With `optimizer_state` (the training's final one), it is saved beside the arrays,
+    for an experiment that continues it (:func:`load_optimizer_state`). The directory
+    appears complete or not at all; an existing one is replaced.
     """
     record = {
         "format": FORMAT,
@@ -36,6 +45,8 @@ def save_ensemble(
         tmp.mkdir(parents=True)
         with orbax_checkpoint().StandardCheckpointer() as checkpointer:
             checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
+            if optimizer_state is not None:
+                checkpointer.save(tmp / _OPTIMIZER, optimizer_state)
         (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
         kill_point("save_model")
 
@@ -63,3 +74,29 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
     with orbax_checkpoint().StandardCheckpointer() as checkpointer:
         restored = checkpointer.restore(path / _ARRAYS, restore_target(arrays))
     return eqx.combine(restored, static), config
+
+
+def load_optimizer_state(path: str | Path, like: Any) -> Any:
+    """The optimizer state saved with the ensemble at `path`, restored into the structure
+    of `like` (arrays or shape-dtype structs of the same tree)."""
+    path = Path(path).absolute()
+    if not (path / _OPTIMIZER).is_dir():
+        raise FileNotFoundError(
+            f"{path} holds no optimizer state (it was saved without one); retrain it, or "
+            "start from it with reset_optimizer: true"
+        )
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), like)
+    with orbax_checkpoint().StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(path / _OPTIMIZER, restore_target(target))
+
+
+def adopt_weights(ensemble: eqx.Module, source: eqx.Module) -> eqx.Module:
+    """`ensemble` with the arrays of `source` (another ensemble of the same shapes) in
+    place of its own; its settings without weights (noise, delays, plant) are kept."""
+    arrays, static = eqx.partition(ensemble, eqx.is_array)
+    mine, structure = jax.tree.flatten(arrays)
+    theirs = jax.tree.leaves(eqx.filter(source, eqx.is_array))
+    shapes = [x.shape for x in mine], [x.shape for x in theirs]
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"the ensembles' arrays differ in shape: {shapes[0]} vs {shapes[1]}")
+    return eqx.combine(jax.tree.unflatten(structure, theirs), static)

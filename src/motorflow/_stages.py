@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 from matplotlib.figure import Figure
 
 from ._checkpoint import CheckpointStore
@@ -26,7 +27,7 @@ from ._figures import (
     plot_trajectories,
 )
 from ._history import history_dataset
-from ._io import load_ensemble, save_ensemble
+from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
 from ._metrics import metrics_table, reach_metrics
 from ._store import (
     center_out_dataset,
@@ -39,7 +40,7 @@ from ._store import (
     write_trials,
 )
 from ._tasks import CenterOut, ReachTask
-from ._train import run_fingerprint, run_id, train
+from ._train import Trainer, run_fingerprint, run_id, train
 from ._workflow_config import EvaluationConfig
 
 logger = logging.getLogger("motorflow")
@@ -75,9 +76,15 @@ def train_experiment(
     model_path: Path,
     history_path: Path,
     checkpoint_dir: Path,
+    init_path: Path | None = None,
     progress: bool = True,
 ) -> None:
     """Train (or resume) one experiment; write the final model and its history.
+
+    An experiment with ``init_from`` starts from the trained model at `init_path`
+    (the arrays; its own settings without weights) and, without ``reset_optimizer``,
+    from the optimizer state saved with it. The model is saved with its final
+    optimizer state, so that any experiment can continue it.
 
     The checkpoint store remembers which run's results the outputs hold. When the
     stage runs again for that very run (its outputs were in place, so the rerun was
@@ -95,10 +102,26 @@ def train_experiment(
         n_task_inputs=task.n_inputs,
         key=keys["init"],
     )
+    opt_state = None
+    if experiment.init_from is not None:
+        if init_path is None:
+            raise ValueError(f"{experiment.name!r} starts from {experiment.init_from!r}: give init_path")
+        parent, _ = load_ensemble(init_path)
+        ensemble = adopt_weights(ensemble, parent)
+        logger.info("Starting from the trained model of %r (%s)", experiment.init_from, init_path)
+        if not experiment.reset_optimizer:
+            like = jax.eval_shape(Trainer(ensemble, task, experiment.train).init, keys["train"])
+            opt_state = load_optimizer_state(init_path, like.opt_state)
     store = CheckpointStore(checkpoint_dir)
     identity = run_id(
         run_fingerprint(
-            ensemble, trials, task, experiment.train, key=keys["train"], validation=validation
+            ensemble,
+            trials,
+            task,
+            experiment.train,
+            key=keys["train"],
+            validation=validation,
+            initial_opt_state=opt_state,
         )
     )
     forced = store.outputs_from == identity
@@ -118,6 +141,7 @@ def train_experiment(
         validation=validation,
         progress=progress,
         restart=forced,
+        initial_opt_state=opt_state,
     )
     history = history_dataset(
         result.history,
@@ -126,7 +150,13 @@ def train_experiment(
         attrs=json_attrs({"experiment": {"name": experiment.name, **experiment.train_settings()}}),
     )
     write_dataset(history, history_path)
-    save_ensemble(model_path, result.ensemble, experiment.model, n_task_inputs=task.n_inputs)
+    save_ensemble(
+        model_path,
+        result.ensemble,
+        experiment.model,
+        n_task_inputs=task.n_inputs,
+        optimizer_state=result.state.opt_state,
+    )
     store.record_outputs(result.run_id)
     logger.info("Wrote the model to %s and the history to %s", model_path, history_path)
 

@@ -252,6 +252,7 @@ def run_fingerprint(
     *,
     key: PRNGKeyArray,
     validation: CenterOut | None = None,
+    initial_opt_state: Any = None,
 ) -> dict[str, Any]:
     """Everything a training run's result depends on, as plain values.
 
@@ -261,7 +262,11 @@ def run_fingerprint(
     and the library's code version. Its digest is the run's identity (:func:`run_id`).
     """
     validation_trials = _validation_trials(task, validation, key)
+    continued = (
+        {} if initial_opt_state is None else {"initial_opt_state": tree_digest(initial_opt_state)}
+    )
     return {
+        **continued,
         "train": config.result_settings(),
         "task": task.config.to_dict(),
         "initial_ensemble": tree_digest(ensemble),
@@ -300,6 +305,7 @@ def train(
     progress: bool = True,
     on_log: Callable[[int, History], None] | None = None,
     restart: bool = False,
+    initial_opt_state: Any = None,
 ) -> TrainResult:
     """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds this run.
 
@@ -322,6 +328,8 @@ def train(
     - `on_log`: called after each validation step (and its checkpoint, if any) with
       the number of batches done and the history so far.
     - `restart`: discard this run's checkpoints and train from the first batch.
+    - `initial_opt_state`: start from this optimizer state (one per replicate, as
+      :attr:`TrainState.opt_state`) rather than a fresh one: continue a training.
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
     Raises :class:`NonFiniteLossError` when a loss or a parameter becomes NaN/inf;
@@ -332,6 +340,8 @@ def train(
     trainer = Trainer(ensemble, task, config)
     noise_key, validation_key = jax.random.split(key)
     state = trainer.init(noise_key)
+    if initial_opt_state is not None:
+        state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
     history = empty_history(
         list(config.loss.terms),
         n_batches=config.n_batches,
@@ -342,7 +352,13 @@ def train(
     validation_trials = _validation_trials(task, validation, key)
     steps = validation_steps(config.n_batches, config.log_every)
     fingerprint = run_fingerprint(
-        ensemble, host_trials, task, config, key=key, validation=validation
+        ensemble,
+        host_trials,
+        task,
+        config,
+        key=key,
+        validation=validation,
+        initial_opt_state=initial_opt_state,
     )
     identity = run_id(fingerprint)
     checkpoints = None

@@ -97,13 +97,22 @@ class Override(Block):
 
 
 class ExperimentSpec(Block):
-    """An experiment: the names of its task, model and training blocks, and its seed."""
+    """An experiment: the names of its task, model and training blocks, and its seed.
+
+    With `init_from`, training starts from that experiment's trained model (its
+    descendants rerun when it does); `reset_optimizer: false` also continues its
+    optimizer state.
+    """
 
     task: Name
     model: Name
     training: Name
     seed: Seed = 0
     override: Override = Override()
+    init_from: Name | None = Field(None, description="start from this experiment's trained model")
+    reset_optimizer: Boolean = Field(
+        True, description="with init_from: a fresh optimizer state (false: continue the parent's)"
+    )
 
 
 class SweepSpec(Block):

@@ -68,6 +68,12 @@ def trials_store(kind):
     return lambda wildcards: f"{RESULTS}/trials/{dataset_of(wildcards)}/{kind}.zarr"
 
 
+def parent_model(wildcards):
+    """The trained model an experiment starts from (`init_from`), else nothing."""
+    parent = EXPERIMENTS[wildcards.experiment].init_from
+    return [f"{RESULTS}/{parent}/model"] if parent else []
+
+
 def stage_threads(stage):
     return getattr(SETTINGS.resources, stage).threads
 

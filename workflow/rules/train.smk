@@ -7,6 +7,8 @@ rule train:
     input:
         trials=trials_store("train"),
         eval=trials_store("eval"),
+        # init_from: the model this experiment starts from (a DAG edge: it reruns with it).
+        init=parent_model,
     output:
         model=directory(f"{RESULTS}/{{experiment}}/model"),
         history=directory(f"{RESULTS}/{{experiment}}/history.zarr"),

@@ -1,0 +1,137 @@
+"""Chained experiments: `init_from` starts training from another experiment's trained model."""
+
+from __future__ import annotations
+
+import copy
+
+import jax
+import numpy as np
+import pytest
+from workflow_helpers import tiny_config
+
+import motorflow as mf
+
+
+def chained_config(**child) -> dict:
+    config = tiny_config()
+    config["experiments"]["adapt"] = {
+        "task": "reach",
+        "model": "small",
+        "training": "quick",
+        "init_from": "quiet",
+        **child,
+    }
+    return config
+
+
+def test_an_experiment_records_what_it_starts_from_in_its_settings():
+    experiments = mf.resolve_experiments(chained_config(reset_optimizer=False))
+    settings = experiments["adapt"].train_settings()
+    assert settings["init_from"] == "quiet" and settings["reset_optimizer"] is False
+    assert "init_from" not in experiments["quiet"].train_settings()
+    assert mf.resolve_experiment(chained_config(), "adapt").init_from == "quiet"
+
+
+@pytest.mark.parametrize(
+    ("edit", "path", "words"),
+    [
+        (lambda c: c["experiments"]["adapt"].update(init_from="nowhere"), "init_from", "'nowhere'"),
+        (
+            lambda c: c["experiments"]["quiet"].update(init_from="adapt"),
+            "init_from",
+            "loop: ",
+        ),
+        (
+            lambda c: c["experiments"]["adapt"].update(override={"model": {"network": {"hidden_size": 4}}}),
+            "experiments.adapt.init_from",
+            "shapes",
+        ),
+        (
+            lambda c: c["experiments"]["adapt"].update(
+                override={"training": {"n_replicates": 3}}
+            ),
+            "experiments.adapt.init_from",
+            "3 replicates",
+        ),
+        (
+            lambda c: c["experiments"]["adapt"].update(
+                reset_optimizer=False, override={"training": {"optimizer": {"name": "sgd"}}}
+            ),
+            "experiments.adapt.reset_optimizer",
+            "optimizer.name",
+        ),
+    ],
+)
+def test_a_chain_that_cannot_work_is_a_config_error(edit, path, words):
+    config = chained_config()
+    edit(config)
+    with pytest.raises(mf.ConfigError) as error:
+        mf.resolve_experiments(config)
+    assert error.value.path.endswith(path), str(error.value)
+    assert words in str(error.value)
+
+
+def test_settings_without_weights_may_differ_from_the_parents():
+    config = chained_config(override={"model": {"feedback": {"noise_std": 0.3}}})
+    assert mf.resolve_experiments(config)["adapt"].model.feedback.noise_std == 0.3
+
+
+def run_chain(tmp_path, config: dict, names) -> dict[str, mf.TrainResult]:
+    """Trial specs and training of `names` in order, through the stage functions."""
+    experiments = mf.resolve_experiments(copy.deepcopy(config))
+    for name in names:
+        experiment = experiments[name]
+        trials = tmp_path / "trials" / experiment.dataset
+        if not trials.exists():
+            mf.make_trials(
+                experiment.dataset_spec(),
+                train_path=trials / "train.zarr",
+                eval_path=trials / "eval.zarr",
+            )
+        parent = experiment.init_from
+        mf.train_experiment(
+            experiment,
+            trials_path=trials / "train.zarr",
+            eval_path=trials / "eval.zarr",
+            model_path=tmp_path / name / "model",
+            history_path=tmp_path / name / "history.zarr",
+            checkpoint_dir=tmp_path / name / "checkpoints",
+            init_path=tmp_path / parent / "model" if parent else None,
+            progress=False,
+        )
+    return experiments
+
+
+def test_a_child_starts_where_its_parent_ended(tmp_path):
+    """Same seed, task and model: the child's first validation is its parent's last."""
+    run_chain(tmp_path, chained_config(), ["quiet", "adapt"])
+    parent = mf.open_dataset(tmp_path / "quiet" / "history.zarr").validation_loss
+    child = mf.open_dataset(tmp_path / "adapt" / "history.zarr").validation_loss
+    np.testing.assert_allclose(
+        child.isel(validation_step=0), parent.isel(validation_step=-1), rtol=1e-6
+    )
+    assert not np.allclose(child.isel(validation_step=0), parent.isel(validation_step=0))
+
+
+def test_the_optimizer_state_continues_only_when_asked(tmp_path):
+    config = chained_config(reset_optimizer=False)
+    config["experiments"]["fresh"] = {**config["experiments"]["adapt"], "reset_optimizer": True}
+    run_chain(tmp_path, config, ["quiet", "adapt", "fresh"])
+    n_batches = config["trainings"]["quick"]["n_batches"]
+
+    def adam_count(name):
+        like = mf.load_ensemble(tmp_path / name / "model")[0]
+        experiment = mf.resolve_experiments(config)[name]
+        trainer = mf.Trainer(like, mf.ReachTask(experiment.task), experiment.train)
+        state = mf.load_optimizer_state(
+            tmp_path / name / "model", jax.eval_shape(trainer.init, jax.random.key(0)).opt_state
+        )
+        counts = [x for x in jax.tree.leaves(state) if x.dtype == np.int32]
+        return int(np.asarray(counts[0]).ravel()[0])
+
+    assert adam_count("quiet") == n_batches
+    assert adam_count("adapt") == 2 * n_batches  # continued
+    assert adam_count("fresh") == n_batches  # reset
+    continued = mf.load_ensemble(tmp_path / "adapt" / "model")[0]
+    reset = mf.load_ensemble(tmp_path / "fresh" / "model")[0]
+    assert not np.array_equal(continued.network.readout.weight, reset.network.readout.weight)
