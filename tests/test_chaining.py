@@ -42,14 +42,14 @@ def test_an_experiment_records_what_it_starts_from_in_its_settings():
             "loop: ",
         ),
         (
-            lambda c: c["experiments"]["adapt"].update(override={"model": {"network": {"hidden_size": 4}}}),
+            lambda c: c["experiments"]["adapt"].update(
+                override={"model": {"network": {"hidden_size": 4}}}
+            ),
             "experiments.adapt.init_from",
             "shapes",
         ),
         (
-            lambda c: c["experiments"]["adapt"].update(
-                override={"training": {"n_replicates": 3}}
-            ),
+            lambda c: c["experiments"]["adapt"].update(override={"training": {"n_replicates": 3}}),
             "experiments.adapt.init_from",
             "3 replicates",
         ),

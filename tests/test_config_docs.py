@@ -19,7 +19,7 @@ SECTIONS = {
     "## Other sections": mf.WorkflowConfig,
 }
 # Keys of WorkflowConfig documented in sections of their own (or as named blocks).
-ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "resources")
+ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "protocols", "resources")
 
 
 def table(heading: str) -> dict[str, str]:

@@ -49,7 +49,7 @@ TASK = jobs("trials", "train", "evaluate")  # the task: every stage that reads i
 DATA = jobs("trials", "train")  # training data; evaluation reruns on the new model (its input)
 TRAIN = jobs("train")
 NOTHING: set[str] = set()
-FIGURES = jobs("experiment_figures", "comparison_figure")
+FIGURES = jobs("experiment_figures", "comparison_figure") | {"protocol_figure:noise"}
 
 
 def rename_training(config):
@@ -159,6 +159,14 @@ CORPUS = {
     "a condition's setting": (
         at("evaluation.conditions.pulse", [{"kind": "force_pulse"}]),
         jobs("evaluate"),
+    ),
+    "a protocol's metric": (
+        at("protocols.noise.metric", "endpoint_error"),
+        {"protocol_figure:noise"},
+    ),
+    "a protocol added": (
+        at("protocols.reverse", {"stages": ["noisy", "quiet"]}),
+        {"protocol_figure:reverse"},
     ),
     "conditions reordered": (
         lambda config: config["evaluation"].update(

@@ -111,7 +111,9 @@ def test_bad_configs_name_the_key_path(edit, path, words):
     assert words in str(error.value)
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "feedbax-tutorial.yaml", "arms.yaml"])
+@pytest.mark.parametrize(
+    "name", ["config.yaml", "feedbax-tutorial.yaml", "arms.yaml", "curl-field-adaptation.yaml"]
+)
 def test_shipped_configs_are_valid(name):
     config = mf.load_config_file(REPO / "config" / name)
     jsonschema.validate(config, SCHEMA)

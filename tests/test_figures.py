@@ -230,3 +230,23 @@ def test_figures_draw_a_row_per_condition_labelled_with_its_perturbation(states)
     speed = plot_speed_profiles(two)
     assert len(panels(speed)) == 2
     assert "curl ↻" in panels(speed)[1].get_title()
+
+
+def test_the_protocol_figure_shows_each_stage_in_each_condition(states):
+    metrics = reach_metrics(states)
+    by_stage = {
+        "baseline": metrics.expand_dims(condition=["null", "curl"]),
+        "adapt": (metrics * 0.5).expand_dims(condition=["null", "curl"]),
+    }
+    summary = mf.protocol_summary(by_stage, metric="path_length_ratio")
+    assert summary.dims == ("stage", "condition", "replicate")
+    assert list(summary.stage.values) == ["baseline", "adapt"]
+    np.testing.assert_allclose(
+        summary.sel(stage="adapt"), 0.5 * summary.sel(stage="baseline"), rtol=1e-6
+    )
+    fig = mf.plot_protocol(summary, title="adaptation")
+    axes = panels(fig)
+    assert len(axes) == 2
+    # one thin line per replicate, the mean, the zero line (and the legend's entry)
+    mean = next(line for line in axes[0].lines if line.get_label() == "mean")
+    np.testing.assert_allclose(mean.get_ydata(), summary.sel(condition="null").mean("replicate"))

@@ -25,6 +25,10 @@ def finished(tmp_path_factory):
     return workdir
 
 
+# The tiny config's protocol draws both experiments: it is redrawn whenever either reruns.
+PROTOCOL = ("protocol_figure", "protocol=noise")
+
+
 def experiment_jobs(experiment: str) -> set[tuple[str, str]]:
     return {
         (rule, f"experiment={experiment}") for rule in ("train", "evaluate", "experiment_figures")
@@ -76,6 +80,15 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         for figure in ("loss", "trajectories", "speed"):
             assert (results / "figures" / experiment / f"{figure}.png").stat().st_size > 0
     assert (results / "figures" / "comparison.png").stat().st_size > 0
+    # The protocol's numbers are the stages' metrics averaged over trials.
+    assert (results / "figures" / "protocol-noise.png").stat().st_size > 0
+    table = pd.read_csv(results / "figures" / "protocol-noise.csv")
+    assert list(table.columns) == ["stage", "condition", "replicate", "max_lateral_deviation"]
+    assert len(table) == 2 * 3 * 2
+    metrics = xr.open_zarr(results / "noisy" / "metrics.zarr", consolidated=False)
+    row = table.query("stage == 'noisy' and condition == 'curl_cw' and replicate == 1")
+    expected = metrics.max_lateral_deviation.sel(condition="curl_cw", replicate=1).mean("trial")
+    np.testing.assert_allclose(row.max_lateral_deviation, float(expected), rtol=1e-6)
     # Both experiments share the task and data settings, hence one dataset.
     assert len(list((results / "trials").iterdir())) == 1
     noise = json.loads(
@@ -93,7 +106,7 @@ def test_editing_one_learning_rate_reruns_exactly_that_experiment(finished):
     config["experiments"]["noisy"]["override"]["training"] = {"optimizer": {"learning_rate": 0.02}}
     write_config(finished, config, "edited.yaml")
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
-    assert jobs == experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+    assert jobs == experiment_jobs("noisy") | {("comparison_figure", ""), PROTOCOL, ("all", "")}
 
 
 def test_editing_a_figure_option_reruns_only_figures(finished):
@@ -105,6 +118,7 @@ def test_editing_a_figure_option_reruns_only_figures(finished):
         ("experiment_figures", "experiment=quiet"),
         ("experiment_figures", "experiment=noisy"),
         ("comparison_figure", ""),
+        PROTOCOL,
         ("all", ""),
     }
 
@@ -119,7 +133,7 @@ def test_editing_a_task_setting_reruns_its_trials_and_everything_downstream(fini
     assert jobs - {job for job in jobs if job[0] == "trials"} == (
         experiment_jobs("quiet")
         | experiment_jobs("noisy")
-        | {("comparison_figure", ""), ("all", "")}
+        | {("comparison_figure", ""), PROTOCOL, ("all", "")}
     )
 
 
@@ -129,7 +143,7 @@ def test_editing_one_experiments_task_override_leaves_the_other_alone(finished):
     write_config(finished, config, "edited.yaml")
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
     assert {job for job in jobs if job[0] != "trials"} == (
-        experiment_jobs("noisy") | {("comparison_figure", ""), ("all", "")}
+        experiment_jobs("noisy") | {("comparison_figure", ""), PROTOCOL, ("all", "")}
     )
     assert sum(rule == "trials" for rule, _ in jobs) == 1
 

@@ -42,6 +42,7 @@ TINY_CONFIG = {
             "pulse": [{"kind": "force_pulse", "amplitude": 2.0, "start": 0.2, "duration": 0.1}],
         }
     },
+    "protocols": {"noise": {"stages": ["quiet", "noisy"]}},
     "figures": {"dpi": 40},
 }
 

@@ -33,8 +33,10 @@ from ._figures import (
     comparison_summary,
     plot_comparison,
     plot_loss_history,
+    plot_protocol,
     plot_speed_profiles,
     plot_trajectories,
+    protocol_summary,
 )
 from ._history import empty_history, history_dataset, validation_steps
 from ._identity import canonical_json, code_version, tree_digest
@@ -82,6 +84,7 @@ from ._stages import (
     evaluate_experiment,
     experiment_figures,
     make_trials,
+    protocol_figure,
     train_experiment,
 )
 from ._store import (
@@ -205,8 +208,11 @@ __all__ = [
     "parse_setting_params",
     "plot_comparison",
     "plot_loss_history",
+    "plot_protocol",
     "plot_speed_profiles",
     "plot_trajectories",
+    "protocol_figure",
+    "protocol_summary",
     "reach_metrics",
     "read_center_out",
     "read_states",

@@ -247,7 +247,9 @@ def _model_shapes(experiment: Experiment) -> list[tuple[int, ...]]:
         n_task_inputs=ReachTask(experiment.task).n_inputs,
         key=jax.eval_shape(lambda: jax.random.key(0)),
     )
-    return [leaf.shape for leaf in jax.tree.leaves(ensemble) if isinstance(leaf, jax.ShapeDtypeStruct)]
+    return [
+        leaf.shape for leaf in jax.tree.leaves(ensemble) if isinstance(leaf, jax.ShapeDtypeStruct)
+    ]
 
 
 def _state_layout(train: TrainConfig) -> dict[str, Any]:
@@ -312,6 +314,16 @@ def _check_chains(
             parent = experiments[parent].init_from
         if experiment.init_from is not None:
             _check_init_from(experiment, experiments[experiment.init_from], path)
+
+
+def _check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    for name, protocol in settings.protocols.items():
+        for index, stage in enumerate(protocol.stages):
+            if stage not in experiments:
+                raise ConfigError(
+                    f"protocols.{name}.stages[{index}]",
+                    f"{stage!r} is not an experiment (defined: {', '.join(experiments)})",
+                )
 
 
 def _value_label(value: Any) -> str:
@@ -408,6 +420,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
         name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()
     }
     _check_chains(experiments, specs)
+    _check_protocols(settings, experiments)
     return experiments
 
 

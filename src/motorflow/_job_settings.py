@@ -50,6 +50,11 @@ def job_settings(
         settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
         settings[("experiment_figures", name)] = dict(figures)
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
+    for name, protocol in config.protocols.items():
+        settings[("protocol_figure", name)] = {
+            **figures,
+            **flatten_settings({"protocol": protocol.to_dict()}),
+        }
     return settings
 
 
@@ -73,7 +78,7 @@ def rule_params(settings: Mapping[JobKey, Mapping[str, Any]], rule: str) -> list
         for (name, key), flat in settings.items()
         if name == rule
     }
-    count = max(len(texts) for texts in jobs.values())
+    count = max((len(texts) for texts in jobs.values()), default=0)
     return [
         {key: texts[min(index, len(texts) - 1)] for key, texts in jobs.items()}
         for index in range(count)

@@ -13,7 +13,7 @@ _LEADING_DIMS = ("replicate", "condition", "trial")
 # A start and goal closer than this (m) give no reach direction to measure against.
 _MIN_REACH_LENGTH = 1e-9
 
-_UNITS = {
+METRIC_UNITS = {
     "endpoint_error": "m",
     "final_speed": "m/s",
     "peak_speed": "m/s",
@@ -193,7 +193,7 @@ def reach_metrics(
         metrics["reaction_time"] = onset_time - states.go_time
     metrics = xr.Dataset(metrics).drop_vars("time", errors="ignore")
     for name in metrics.data_vars:
-        metrics[name].attrs["units"] = _UNITS[name]
+        metrics[name].attrs["units"] = METRIC_UNITS[name]
     metrics.attrs.update(
         goal_radius=goal_radius, initial_fraction=initial_fraction, onset_fraction=onset_fraction
     )

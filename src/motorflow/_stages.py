@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import pandas as pd
 from matplotlib.figure import Figure
 
 from ._checkpoint import CheckpointStore
@@ -23,8 +24,10 @@ from ._figures import (
     comparison_summary,
     plot_comparison,
     plot_loss_history,
+    plot_protocol,
     plot_speed_profiles,
     plot_trajectories,
+    protocol_summary,
 )
 from ._history import history_dataset
 from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
@@ -105,7 +108,9 @@ def train_experiment(
     opt_state = None
     if experiment.init_from is not None:
         if init_path is None:
-            raise ValueError(f"{experiment.name!r} starts from {experiment.init_from!r}: give init_path")
+            raise ValueError(
+                f"{experiment.name!r} starts from {experiment.init_from!r}: give init_path"
+            )
         parent, _ = load_ensemble(init_path)
         ensemble = adopt_weights(ensemble, parent)
         logger.info("Starting from the trained model of %r (%s)", experiment.init_from, init_path)
@@ -196,9 +201,15 @@ def evaluate_experiment(
     metrics = reach_metrics(read_states(states_path), goal_radius=evaluation.goal_radius)
     write_dataset(metrics, metrics_path)
     table_path = Path(table_path)
-    tmp = table_path.with_name(f".{table_path.name}.tmp")
-    metrics_table(metrics).to_csv(tmp, index=False)
-    tmp.replace(table_path)
+    _write_csv(metrics_table(metrics), table_path)
+
+
+def _write_csv(table: pd.DataFrame, path: str | Path) -> None:
+    """Write `table` to `path` atomically (a temporary sibling renamed into place)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    table.to_csv(tmp, index=False)
+    tmp.replace(path)
 
 
 def _save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
@@ -245,3 +256,23 @@ def comparison_figure(
         for name, history, metrics in zip(experiments, history_paths, metrics_paths, strict=True)
     }
     _save_figure(plot_comparison(summaries), output_path, dpi=options["dpi"])
+
+
+def protocol_figure(
+    stages: Sequence[str],
+    *,
+    metrics_paths: Sequence[Path],
+    figure_path: Path,
+    table_path: Path,
+    metric: str,
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """A metric across a protocol's stages in each condition: the figure, and its numbers
+    per stage, condition and replicate as a CSV."""
+    summary = protocol_summary(
+        {name: open_dataset(path) for name, path in zip(stages, metrics_paths, strict=True)},
+        metric=metric,
+    )
+    _save_figure(plot_protocol(summary, title=title), figure_path, dpi=options["dpi"])
+    _write_csv(summary.to_dataframe().reset_index(), table_path)

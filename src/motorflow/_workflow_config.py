@@ -151,6 +151,28 @@ class FiguresConfig(Block):
     max_replicates: PositiveInt = 5
 
 
+# Per-trial metrics a protocol figure can show (the keys of `_metrics.METRIC_UNITS`).
+ProtocolMetric = Literal[
+    "max_lateral_deviation",
+    "initial_angle_error",
+    "endpoint_error",
+    "path_length_ratio",
+    "peak_speed",
+    "movement_time",
+    "onset_time",
+]
+
+
+class ProtocolSpec(Block):
+    """A protocol: experiments as the stages of one story (e.g. baseline, adaptation,
+    washout), drawn side by side in each evaluation condition."""
+
+    stages: tuple[Name, ...] = Field(min_length=1, max_length=100)
+    metric: ProtocolMetric = Field(
+        "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
+    )
+
+
 SITE_NAME = r"^[A-Za-z0-9_.]+$"
 
 
@@ -209,6 +231,7 @@ class WorkflowConfig(Block):
     trainings: dict[Name, TrainConfig] = Field(min_length=1)
     experiments: dict[Name, ExperimentSpec] = Field(min_length=1)
     sweeps: dict[Name, SweepSpec] = {}
+    protocols: dict[Name, ProtocolSpec] = {}
     evaluation: EvaluationConfig = EvaluationConfig()
     figures: FiguresConfig = FiguresConfig()
     resources: ResourcesConfig = ResourcesConfig()

@@ -32,6 +32,7 @@ config.update(SETTINGS.filled_sections())
 validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
+PROTOCOLS = SETTINGS.protocols
 RESULTS = "results"
 FIGURES = config["figures"]
 EXT = FIGURES["format"]
@@ -40,6 +41,7 @@ EXT = FIGURES["format"]
 wildcard_constraints:
     experiment="|".join(map(re.escape, EXPERIMENTS)),
     dataset="|".join(map(re.escape, DATASETS)),
+    protocol="|".join(map(re.escape, PROTOCOLS)) or "(?!)",
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).
@@ -105,4 +107,5 @@ def all_figures():
     figures = [f"{RESULTS}/figures/comparison.{EXT}"]
     for experiment in EXPERIMENTS:
         figures += experiment_figures(experiment)
+    figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
     return figures

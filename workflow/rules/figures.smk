@@ -53,3 +53,28 @@ rule comparison_figure:
         **setting_params("comparison_figure"),
     script:
         "../scripts/comparison_figure.py"
+
+
+rule protocol_figure:
+    """A protocol's metric (lateral deviation by default) across its stages, per condition."""
+    input:
+        metrics=lambda wildcards: expand(
+            rules.evaluate.output.metrics,
+            experiment=PROTOCOLS[wildcards.protocol].stages,
+        ),
+    output:
+        figure=report(
+            f"{RESULTS}/figures/protocol-{{protocol}}.{EXT}",
+            caption="../report/protocol.rst",
+            category="Protocols",
+        ),
+        table=f"{RESULTS}/figures/protocol-{{protocol}}.csv",
+    log:
+        f"{RESULTS}/logs/figures/protocol-{{protocol}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("protocol_figure", "protocol"),
+    script:
+        "../scripts/protocol_figure.py"
