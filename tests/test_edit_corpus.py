@@ -50,6 +50,7 @@ DATA = jobs("trials", "train")  # training data; evaluation reruns on the new mo
 TRAIN = jobs("train")
 NOTHING: set[str] = set()
 FIGURES = jobs("experiment_figures", "comparison_figure") | {"protocol_figure:noise"}
+ARM_FIGURES = jobs("arm_figure")  # new jobs: experiments with an arm get its figure
 
 
 def rename_training(config):
@@ -95,7 +96,7 @@ CORPUS = {
                 "shoulder_pos": [0.0, -2.0],
             },
         ),
-        TRAIN,
+        TRAIN | ARM_FIGURES,
     ),
     "arm setting": (
         at(
@@ -108,7 +109,7 @@ CORPUS = {
                 "shoulder_pos": [0.0, -2.0],
             },
         ),
-        TRAIN,
+        TRAIN | ARM_FIGURES,
     ),
     "model cell": (at("models.small.network.cell", "rnn"), TRAIN),
     "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),

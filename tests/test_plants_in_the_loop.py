@@ -91,3 +91,20 @@ def test_a_short_run_teaches_an_arm_to_reach(kind):
     position = result.history["loss"]["position"]
     assert np.isfinite(result.history["loss"]["total"]).all()
     assert (position[-10:].mean(axis=0) < 0.8 * position[:5].mean(axis=0)).all()
+
+
+@pytest.mark.parametrize("kind", ["arm", "muscle_arm"])
+def test_the_arm_figure_draws_the_hand_where_the_plant_put_it(kind):
+    """The stick figure's kinematics (from the joint angles) match the evaluated hand."""
+    model, task, ensemble = setup(kind)
+    states = mf.evaluate(ensemble, task, model, key=jax.random.key(1))
+    fig = mf.plot_arm_postures(states, replicate=1, n_postures=3)
+    (ax,) = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    hand_path = ax.lines[0].get_xydata()  # the first trial's hand path
+    expected = states.pos.sel(replicate=1).isel(condition=0, trial=0).values
+    np.testing.assert_allclose(hand_path, expected, atol=1e-5)
+    # each posture: shoulder, elbow, hand, the last at the hand
+    posture = ax.lines[-1].get_xydata()
+    np.testing.assert_allclose(posture[0], model.plant.shoulder_pos, atol=1e-6)
+    last = states.pos.sel(replicate=1).isel(condition=0, trial=-1, time=-1).values
+    np.testing.assert_allclose(posture[-1], last, atol=1e-5)

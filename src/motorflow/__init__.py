@@ -31,6 +31,7 @@ from ._experiments import (
 from ._feedback import FeedbackChannel
 from ._figures import (
     comparison_summary,
+    plot_arm_postures,
     plot_comparison,
     plot_loss_history,
     plot_protocol,
@@ -43,6 +44,7 @@ from ._identity import canonical_json, code_version, tree_digest
 from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
 from ._job_settings import (
     flatten_settings,
+    is_arm,
     job_settings,
     parse_setting_params,
     rule_params,
@@ -80,6 +82,7 @@ from ._plant import (
 )
 from ._runtime import enable_compilation_cache, stage_logging
 from ._stages import (
+    arm_figure,
     comparison_figure,
     evaluate_experiment,
     experiment_figures,
@@ -171,6 +174,7 @@ __all__ = [
     "VanillaCell",
     "WorkflowConfig",
     "adopt_weights",
+    "arm_figure",
     "build_model",
     "canonical_json",
     "center_out_dataset",
@@ -192,6 +196,7 @@ __all__ = [
     "experiment_keys",
     "flatten_settings",
     "history_dataset",
+    "is_arm",
     "job_settings",
     "learning_rate_schedule",
     "load_config_file",
@@ -206,6 +211,7 @@ __all__ = [
     "open_dataset",
     "parse_config",
     "parse_setting_params",
+    "plot_arm_postures",
     "plot_comparison",
     "plot_loss_history",
     "plot_protocol",

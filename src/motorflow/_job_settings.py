@@ -6,8 +6,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._config import ModelConfig
 from ._experiments import Experiment
 from ._identity import canonical_json, code_version
+from ._plant import ArmConfig
 from ._workflow_config import WorkflowConfig
 
 JobKey = tuple[str, str]
@@ -21,6 +23,11 @@ def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
     for key in sorted(value):
         flat.update(flatten_settings(value[key], f"{prefix}.{key}" if prefix else str(key)))
     return flat
+
+
+def is_arm(model: ModelConfig) -> bool:
+    """Whether the model's plant is an arm (with joints to draw)."""
+    return isinstance(model.plant, ArmConfig)
 
 
 def job_settings(
@@ -49,6 +56,8 @@ def job_settings(
         }
         settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
         settings[("experiment_figures", name)] = dict(figures)
+        if is_arm(experiment.model):
+            settings[("arm_figure", name)] = dict(figures)
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
     for name, protocol in config.protocols.items():
         settings[("protocol_figure", name)] = {

@@ -22,6 +22,7 @@ from ._evaluate import evaluate
 from ._experiments import Experiment, experiment_keys
 from ._figures import (
     comparison_summary,
+    plot_arm_postures,
     plot_comparison,
     plot_loss_history,
     plot_protocol,
@@ -240,6 +241,14 @@ def experiment_figures(
         dpi=dpi,
     )
     _save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
+
+
+def arm_figure(
+    *, states_path: Path, figure_path: Path, options: Mapping[str, Any], title: str = ""
+) -> None:
+    """The arm's postures during the center-out reaches of one experiment (arm plants)."""
+    figure = plot_arm_postures(read_states(states_path), title=title)
+    _save_figure(figure, figure_path, dpi=options["dpi"])
 
 
 def comparison_figure(

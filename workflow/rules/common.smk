@@ -105,7 +105,9 @@ def experiment_figures(experiment):
 
 def all_figures():
     figures = [f"{RESULTS}/figures/comparison.{EXT}"]
-    for experiment in EXPERIMENTS:
-        figures += experiment_figures(experiment)
+    for name, experiment in EXPERIMENTS.items():
+        figures += experiment_figures(name)
+        if mf.is_arm(experiment.model):
+            figures.append(f"{RESULTS}/figures/{name}/arm.{EXT}")
     figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
     return figures

@@ -33,6 +33,28 @@ rule experiment_figures:
         "../scripts/experiment_figures.py"
 
 
+rule arm_figure:
+    """The arm's postures during one experiment's reaches (experiments with an arm)."""
+    input:
+        states=rules.evaluate.output.states,
+    output:
+        report(
+            f"{RESULTS}/figures/{{experiment}}/arm.{EXT}",
+            caption="../report/arm.rst",
+            category="Reaches",
+            subcategory="{experiment}",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/arm-{{experiment}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("arm_figure", "experiment"),
+    script:
+        "../scripts/arm_figure.py"
+
+
 rule comparison_figure:
     """Final validation loss and endpoint error of every experiment, per replicate."""
     input:
