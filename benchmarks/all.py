@@ -1,7 +1,8 @@
 """Every speed benchmark, one after another, with their default settings.
 
-Training throughput against the bare-JAX floor, 1 against 2 XLA CPU devices, and
-the per-stage overhead; each prints its own table. Usage (repository root):
+Training throughput against the bare-JAX floor, 1 against 2 XLA CPU devices, the
+three plants' training cost side by side, and the per-stage overhead; each prints its
+own table. Usage (repository root):
 
     python benchmarks/all.py
 """
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("train_throughput.py", "multi_device.py", "stage_overhead.py")
+BENCHMARKS = ("train_throughput.py", "multi_device.py", "plants.py", "stage_overhead.py")
 
 
 def main() -> int:

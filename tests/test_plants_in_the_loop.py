@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import numpy as np
 import pytest
@@ -108,3 +109,12 @@ def test_the_arm_figure_draws_the_hand_where_the_plant_put_it(kind):
     np.testing.assert_allclose(posture[0], model.plant.shoulder_pos, atol=1e-6)
     last = states.pos.sel(replicate=1).isel(condition=0, trial=-1, time=-1).values
     np.testing.assert_allclose(posture[-1], last, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", sorted(PLANT_SETTINGS))
+def test_no_parameter_is_weakly_typed(kind):
+    """A weakly typed array comes back strongly typed from the first update, and the
+    training chunk would compile a second time."""
+    _, _, ensemble = setup(kind)
+    arrays = jax.tree.leaves(eqx.filter(ensemble, eqx.is_array))
+    assert arrays and not any(x.weak_type for x in arrays)

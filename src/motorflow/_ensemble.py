@@ -40,7 +40,8 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
         # Bounded controls (muscle excitations) start near their low end, so an untrained
         # network does not co-contract every muscle into the joint limits; MotorNet's
         # example GRU policies initialise their output bias to -5 likewise.
-        readout = eqx.tree_at(lambda linear: linear.bias, readout, jnp.full(plant.n_controls, -5.0))
+        bias = jnp.full(plant.n_controls, -5.0, dtype=readout.bias.dtype)
+        readout = eqx.tree_at(lambda linear: linear.bias, readout, bias)
     network = Network(
         cell=cell,
         readout=readout,
