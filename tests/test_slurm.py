@@ -56,6 +56,7 @@ def cluster():
 def slurm_config() -> dict:
     config = tiny_config()
     del config["experiments"]["noisy"]
+    del config["protocols"]  # it draws 'noisy'
     # Every job fits the 2-core test node, so the jobs never wait for each other's cores.
     config["resources"] = {
         stage: {"threads": 1, "mem_mb": 1000, "runtime": 10}
