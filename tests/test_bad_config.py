@@ -379,6 +379,22 @@ CASES = {
         "evaluation.conditions.curl_cw",
         ["must be a list"],
     ),
+    # protocols
+    "a protocol stage that is no experiment": (
+        at("protocols.noise.stages", ["quiet", "loud"]),
+        "protocols.noise.stages[1]",
+        ["'loud'", "quiet, noisy"],
+    ),
+    "an unknown protocol metric": (
+        at("protocols.noise.metric", "smoothness"),
+        "protocols.noise.metric",
+        ["'smoothness'", "'max_lateral_deviation'"],
+    ),
+    "a protocol without stages": (
+        at("protocols.noise.stages", []),
+        "protocols.noise.stages",
+        ["[]", "non-empty"],
+    ),
     # sizes whose work or storage would not fit
     "trial specs beyond any disk": (
         at("trainings.quick", {"n_batches": 10**6, "batch_size": 10**5, "n_replicates": 2}),

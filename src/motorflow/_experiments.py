@@ -303,7 +303,7 @@ def _check_chains(
             if parent not in experiments:
                 raise ConfigError(
                     f"{path}.init_from",
-                    f"{parent!r} is not an experiment (defined: {', '.join(experiments)})",
+                    f"{parent!r} is not an experiment (defined: {', '.join(specs)})",
                 )
             if parent in seen:
                 loop = " -> ".join([*seen, parent])
@@ -432,12 +432,12 @@ def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) ->
         raise ConfigError(
             "experiments", f"no experiment is named {name!r}; defined: {', '.join(specs)}"
         )
-    path, spec = specs[name]
-    experiment = _resolve_one(settings, name, spec, path)
-    if experiment.init_from is not None:
-        if experiment.init_from not in specs:
-            _check_chains({name: experiment}, specs)  # raises, naming the key
-        parent_path, parent_spec = specs[experiment.init_from]
-        parent = _resolve_one(settings, experiment.init_from, parent_spec, parent_path)
-        _check_init_from(experiment, parent, path)
-    return experiment
+    # The experiment and the ones it starts from, checked as a chain.
+    chain: dict[str, Experiment] = {}
+    current: str | None = name
+    while current is not None and current in specs and current not in chain:
+        path, spec = specs[current]
+        chain[current] = _resolve_one(settings, current, spec, path)
+        current = chain[current].init_from
+    _check_chains(chain, specs)
+    return chain[name]

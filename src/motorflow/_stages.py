@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import equinox as eqx
 import jax
 import pandas as pd
 from matplotlib.figure import Figure
@@ -43,7 +44,7 @@ from ._store import (
     write_dataset,
     write_trials,
 )
-from ._tasks import CenterOut, ReachTask
+from ._tasks import ReachTask
 from ._train import Trainer, run_fingerprint, run_id, train
 from ._workflow_config import EvaluationConfig
 
@@ -189,11 +190,7 @@ def evaluate_experiment(
         model_config,
         key=keys["evaluate"],
         # The stored set carries the training perturbations (for validation): not here.
-        trials=CenterOut(
-            trials=center_out.trials.perturbed_by((), ()),
-            goal_angle=center_out.goal_angle,
-            goal_distance=center_out.goal_distance,
-        ),
+        trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
         conditions=evaluation.conditions,
         conditions_key=keys["conditions"],
         attrs={"experiment": experiment.name, "seed": experiment.seed},

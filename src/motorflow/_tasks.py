@@ -139,11 +139,8 @@ class ReachTask(eqx.Module):
         """The center-out reaches under the task's (training) perturbations, drawn from `key`."""
         center_out = self.eval_trials()
         n_trials = center_out.trials.init_pos.shape[0]
-        return CenterOut(
-            trials=self._perturbed(center_out.trials, key, (n_trials,)),
-            goal_angle=center_out.goal_angle,
-            goal_distance=center_out.goal_distance,
-        )
+        perturbed = self._perturbed(center_out.trials, key, (n_trials,))
+        return eqx.tree_at(lambda c: c.trials, center_out, perturbed)
 
     def inputs(self, trial: Trials, goal: Float[Array, "time 2"]) -> Float[Array, "time 2"]:
         """What the network receives at every step of one trial: the goal position

@@ -29,6 +29,7 @@ from ._config_base import (
     Text,
     config_error,
 )
+from ._metrics import METRIC_UNITS
 from ._perturb import AnyPerturbation
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
@@ -151,16 +152,9 @@ class FiguresConfig(Block):
     max_replicates: PositiveInt = 5
 
 
-# Per-trial metrics a protocol figure can show (the keys of `_metrics.METRIC_UNITS`).
-ProtocolMetric = Literal[
-    "max_lateral_deviation",
-    "initial_angle_error",
-    "endpoint_error",
-    "path_length_ratio",
-    "peak_speed",
-    "movement_time",
-    "onset_time",
-]
+# Per-trial metrics a protocol figure can show: every metric of `reach_metrics` but
+# reaction time, which only delayed reaches have.
+ProtocolMetric = Literal[tuple(name for name in METRIC_UNITS if name != "reaction_time")]
 
 
 class ProtocolSpec(Block):

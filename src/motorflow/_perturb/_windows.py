@@ -19,7 +19,8 @@ from ._base import (
 
 
 class _Windowed(AbstractPerturbation):
-    """A vector of `size` at `angle` in `frame`, on during ``[start, start + duration)``."""
+    """A vector at `angle` in `frame`, on during ``[start, start + duration)``: its length
+    is the setting named by `SIZE`, and it is the effect named by `EFFECT`."""
 
     angle: Drawn = Field(90.0, description="degrees counter-clockwise")
     frame: Frame = "reach"
@@ -27,10 +28,14 @@ class _Windowed(AbstractPerturbation):
     duration: PositiveDrawn = Field(0.05, description="s")
 
     TIMES: ClassVar[tuple[str, ...]] = ("start",)
+    SIZE: ClassVar[str]
+    EFFECT: ClassVar[str]
 
-    def _vector_per_step(self, params: dict[str, Array], size: Array, trial: TrialGeometry):
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        size = params[self.SIZE]
         vector = params["active"] * size * trial.direction(params["angle"], self.frame)
-        return trial.window(params["start"], params["duration"])[:, None] * vector
+        window = trial.window(params["start"], params["duration"])[:, None]
+        return Effects.only(trial.n_steps, **{self.EFFECT: window * vector})
 
 
 class ForcePulse(_Windowed):
@@ -42,12 +47,8 @@ class ForcePulse(_Windowed):
     amplitude: NonNegativeDrawn = Field(1.0, description="N")
 
     DRAWN: ClassVar[tuple[str, ...]] = ("amplitude", "angle", "start", "duration")
-
-    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
-        return Effects.only(
-            trial.n_steps,
-            force=self._vector_per_step(params, params["amplitude"], trial),
-        )
+    SIZE: ClassVar[str] = "amplitude"
+    EFFECT: ClassVar[str] = "force"
 
 
 class FeedbackOffset(_Windowed):
@@ -61,9 +62,5 @@ class FeedbackOffset(_Windowed):
     duration: PositiveDrawn = Field(0.1, description="s")
 
     DRAWN: ClassVar[tuple[str, ...]] = ("distance", "angle", "start", "duration")
-
-    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
-        return Effects.only(
-            trial.n_steps,
-            feedback=self._vector_per_step(params, params["distance"], trial),
-        )
+    SIZE: ClassVar[str] = "distance"
+    EFFECT: ClassVar[str] = "feedback"
