@@ -63,7 +63,7 @@ def setup(plant: str, n_replicates: int, batch_size: int, batches_per_call: int)
     )
     task_config = mf.TaskConfig.from_dict(TASK)
     mf.check_model_fits_task(model, task_config)
-    task = mf.ReachTask(task_config)
+    task = mf.Task(task_config)
     n_batches = 2 * batches_per_call
     config = mf.TrainConfig.from_dict(
         {

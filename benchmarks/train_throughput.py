@@ -41,7 +41,7 @@ def setup(size: dict, batches_per_call: int):
     model = mf.ModelConfig.from_dict(
         {"network": {"hidden_size": size["hidden"]}, "feedback": {"delay": 1}}
     )
-    task = mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": size["n_steps"]}))
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": size["n_steps"]}))
     n_batches = 2 * batches_per_call
     config = mf.TrainConfig.from_dict(
         {

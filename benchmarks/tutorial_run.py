@@ -28,7 +28,7 @@ def main() -> None:
     model_config = mf.ModelConfig.from_dict(
         {"dt": 0.05, "network": {"cell": "gru", "hidden_size": 50}, "feedback": {"delay": 1}}
     )
-    task = mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": 100}))
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 100}))
     config = mf.TrainConfig.from_dict(
         {
             "n_replicates": 5,

@@ -19,8 +19,8 @@ def tiny_model_config(**network) -> mf.ModelConfig:
     )
 
 
-def tiny_task(n_steps: int = 12) -> mf.ReachTask:
-    return mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": n_steps, "eval": {"n_directions": 4}}))
+def tiny_task(n_steps: int = 12) -> mf.Task:
+    return mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps, "eval": {"n_directions": 4}}))
 
 
 def tiny_train_config(**overrides) -> mf.TrainConfig:

@@ -28,6 +28,11 @@ def sweep(grid, experiment="quiet", name="s"):
     return at("sweeps", {name: {"experiment": experiment, "grid": grid}})
 
 
+def reach_task(**settings):
+    """An edit of the tiny config's task block: `settings` merged in (e.g. a kind)."""
+    return lambda config: config["tasks"]["reach"].update(settings)
+
+
 CASES = {
     # wrong types
     "n_steps as text": (
@@ -310,7 +315,7 @@ CASES = {
     # plants
     "unknown plant kind": (
         at("models.small.plant", {"kind": "robot"}),
-        "models.small.plant",
+        "models.small.plant.kind",
         ["'robot'", "'arm'", "'muscle_arm'"],
     ),
     "unknown integration method": (
@@ -333,6 +338,40 @@ CASES = {
         "experiments.quiet.task.workspace",
         ["cannot reach", "[-1, -1]"],
     ),
+    "center-out circles beyond the arm's reach": (
+        lambda config: (
+            config["models"]["small"].update(plant={"kind": "arm"}),
+            config["tasks"]["reach"].update(kind="center_out"),
+        ),
+        "experiments.quiet.task.eval",
+        ["cannot reach", "center_out", "[0.5]"],
+    ),
+    # task kinds
+    "a go cue after the trial": (
+        reach_task(kind="delayed_reach", go_step=[5, 15]),
+        "tasks.reach.go_step",
+        ["step 15", "n_steps 15"],
+    ),
+    "a go step range backwards": (
+        reach_task(kind="delayed_reach", go_step=[8, 3]),
+        "tasks.reach.go_step",
+        ["low <= high", "[8, 3]"],
+    ),
+    "an evaluation go step after the trial": (
+        reach_task(kind="delayed_reach", go_step=[2, 4], eval_go_step=20),
+        "tasks.reach.eval_go_step",
+        ["step 20", "n_steps 15"],
+    ),
+    "a go step for a posture task": (
+        reach_task(kind="posture", go_step=[2, 4]),
+        "tasks.reach.go_step",
+        ["unknown key 'go_step'", "workspace"],
+    ),
+    "a workspace for a center-out task": (
+        reach_task(kind="center_out", workspace=[[0, 0], [1, 1]]),
+        "tasks.reach.workspace",
+        ["unknown key 'workspace'", "eval"],
+    ),
     "a muscle force per muscle": (
         at("models.small.plant", {"kind": "muscle_arm", "max_isometric_force": [800.0]}),
         "models.small.plant.max_isometric_force",
@@ -341,7 +380,7 @@ CASES = {
     # perturbations and evaluation conditions
     "unknown perturbation kind": (
         at("tasks.reach.perturbations", [{"kind": "wind"}]),
-        "tasks.reach.perturbations[0]",
+        "tasks.reach.perturbations[0].kind",
         ["'wind'", "'curl'", "'target_jump'"],
     ),
     "a perturbation beginning after the trial": (

@@ -122,7 +122,7 @@ def test_the_optimizer_state_continues_only_when_asked(tmp_path):
     def adam_count(name):
         like = mf.load_ensemble(tmp_path / name / "model")[0]
         experiment = mf.resolve_experiments(config)[name]
-        trainer = mf.Trainer(like, mf.ReachTask(experiment.task), experiment.train)
+        trainer = mf.Trainer(like, mf.Task(experiment.task), experiment.train)
         state = mf.load_optimizer_state(
             tmp_path / name / "model", jax.eval_shape(trainer.init, jax.random.key(0)).opt_state
         )

@@ -53,6 +53,10 @@ def defaults(block: type) -> dict[str, object]:
             for key, value in mf.flatten_settings(config.filled_sections()).items()
             if key.split(".")[0] not in ELSEWHERE
         }
+    if block is mf.TaskConfig:
+        # The keys every kind has; each kind's own are under its `### kind:` heading.
+        settings = mf.flatten_settings(mf.ReachConfig().to_dict())
+        return {k: v for k, v in settings.items() if k.split(".")[0] in block.model_fields}
     return mf.flatten_settings(block().to_dict())
 
 
@@ -73,22 +77,33 @@ def test_every_documented_key_exists(heading):
         assert any(re.fullmatch(pattern(row), key) for key in keys), f"{row} is no key of {heading}"
 
 
-@pytest.mark.parametrize("kind", sorted(mf.PLANTS))
-def test_every_plant_key_is_documented_with_its_default(kind):
-    config = mf.PLANTS[kind]()
+def check_kind_documented(config, registry, base) -> None:
+    """`config`'s own keys (not `base`'s) are in the table under its ``### `kind:` ``
+    heading, or a registered parent kind's, with their defaults."""
+    kind = config.kind
     rows = table(f"### `kind: {kind}`")
     inherited = {}
-    for base in type(config).__mro__[1:]:
-        if base is not mf.PlantConfig and base in mf.PLANTS.values():
-            inherited |= table(f"### `kind: {base().kind}`")
-    common = set(mf.PlantConfig.model_fields)
+    for parent in type(config).__mro__[1:]:
+        if parent is not base and parent in registry.values():
+            inherited |= table(f"### `kind: {parent().kind}`")
+    common = set(base.model_fields)
     for key, value in mf.flatten_settings(config.to_dict()).items():
-        if key in common:
+        if key.split(".")[0] in common:
             continue
-        assert key in rows or key in inherited, f"plant {kind}: {key} is not documented"
+        assert key in rows or key in inherited, f"{kind}: {key} is not documented"
         cell = rows.get(key) or inherited[key]
         assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
-    assert set(rows) <= set(config.to_dict()), f"plant {kind}: documents unknown keys"
+    assert set(rows) <= set(config.to_dict()), f"{kind}: documents unknown keys"
+
+
+@pytest.mark.parametrize("kind", sorted(mf.PLANTS))
+def test_every_plant_key_is_documented_with_its_default(kind):
+    check_kind_documented(mf.PLANTS[kind](), mf.PLANTS, mf.PlantConfig)
+
+
+@pytest.mark.parametrize("kind", sorted(mf.TASKS))
+def test_every_task_key_is_documented_with_its_default(kind):
+    check_kind_documented(mf.TASKS[kind](), mf.TASKS, mf.TaskConfig)
 
 
 @pytest.mark.parametrize("kind", sorted(mf.PERTURBATIONS))

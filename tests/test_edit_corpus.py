@@ -78,6 +78,13 @@ CORPUS = {
         at("tasks.reach.perturbations", [{"kind": "curl", "strength": [0.0, 10.0]}]),
         TASK,
     ),
+    # task kinds: the go cue adds a network input, so a delayed reach is a new model
+    "task kind center_out": (at("tasks.reach.kind", "center_out"), TASK),
+    "task kind posture": (at("tasks.reach.kind", "posture"), TASK),
+    "delayed reach task (kind and go steps)": (
+        lambda config: config["tasks"]["reach"].update(kind="delayed_reach", go_step=[3, 6]),
+        TASK,
+    ),
     # model: plant, network, feedback; every setting without weights
     "model dt": (at("models.small.dt", 0.04), TRAIN),
     "model mass": (at("models.small.plant.mass", 2.0), TRAIN),
@@ -213,6 +220,24 @@ def test_an_edit_changes_the_params_of_exactly_the_jobs_it_makes_stale(name):
     assert changed_jobs(before, after) == expected
 
 
+def delayed_reaches() -> dict:
+    config = tiny_config()
+    config["tasks"]["reach"].update(kind="delayed_reach", go_step=[3, 6])
+    return config
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [at("tasks.reach.go_step", [2, 8]), at("tasks.reach.eval_go_step", 5)],
+    ids=["go_step", "eval_go_step"],
+)
+def test_a_delayed_reach_setting_makes_every_stage_of_the_task_stale(edit):
+    # The go steps are in the training trials and in the validation set (the eval specs).
+    after = delayed_reaches()
+    edit(after)
+    assert changed_jobs(delayed_reaches(), after) == TASK
+
+
 def _resolved_settings(config: dict) -> dict[str, dict]:
     return {
         name: mf.flatten_settings(
@@ -236,9 +261,8 @@ def test_the_corpus_edits_every_setting_of_every_block():
                 if name in base and base[name].get(key, KeyError) != value
             }
     every = set(base["quiet"])
-    # One weight and one discount stand for every loss term; one kind of task exists.
+    # One weight and one discount stand for every loss term.
     every = {key for key in every if not key.startswith("train.loss.") or key in edited}
-    every -= {"task.kind"}
     assert not every - edited, f"settings no corpus edit touches: {sorted(every - edited)}"
 
 
@@ -368,4 +392,5 @@ def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():
         "final_velocity": {"weight": 1.0},
         "effort": {"weight": 0.001},
         "hidden": {"weight": 1e-5},
+        "hold": {"weight": 100.0},
     }

@@ -11,6 +11,8 @@ import copy
 import re
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from workflow_helpers import (
     assert_same_results,
@@ -56,7 +58,17 @@ BASE = {
         "leaky": experiment(model={"network": {"cell": "leaky"}}),
         **{
             name: experiment()
-            for name in ("delay", "fnoise", "hnoise", "mass", "damping", "dt", "cell", "pert")
+            for name in (
+                "delay",
+                "fnoise",
+                "hnoise",
+                "mass",
+                "damping",
+                "dt",
+                "cell",
+                "pert",
+                "kind",
+            )
         },
         "lr": experiment(),
         # A chain: editing `lr` reruns its descendants, the last continuing the optimizer.
@@ -92,6 +104,8 @@ EDITS = {
             ]
         }
     },
+    # Another kind of task: a go cue (a new network input), go steps in the trial specs.
+    "kind": {"task": {"kind": "delayed_reach", "n_steps": 10, "go_step": [2, 5]}},
 }
 
 
@@ -110,7 +124,7 @@ def edited_config(jax_cache: Path) -> dict:
 
 # Experiments whose evaluation is checked too; the others stop at the train outputs
 # (the evaluation of a model is a function of it), which keeps the test's job count down.
-EVALUATED = ("same", "lr", "seed", "steps", "pert", "lr_grandchild")
+EVALUATED = ("same", "lr", "seed", "steps", "pert", "lr_grandchild", "kind")
 
 
 def stores(config) -> list[str]:
@@ -186,9 +200,10 @@ def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
     retrained = set(EDITS) | {"seed", "lr_child", "lr_grandchild"}
     expected = {("train", f"experiment={name}") for name in retrained}
     expected |= {("evaluate", f"experiment={name}") for name in retrained & set(EVALUATED)}
-    # New trial specs for the new seed, n_steps and perturbations; `same` reruns nothing.
+    # New trial specs for the new seed, n_steps, perturbations and task kind; `same`
+    # reruns nothing.
     trials = {job for job in plan if job[0] == "trials"}
-    assert len(trials) == 3
+    assert len(trials) == 4
     assert plan - trials == expected
 
 
@@ -251,3 +266,13 @@ def test_parsing_the_workflow_starts_no_accelerator(edited):
     # the controller builds the DAG without one, so the dry run still succeeds.
     workdir, config, _, _ = edited
     snakemake(workdir, "--dry-run", env={"JAX_PLATFORMS": "cuda"})  # raises if it fails
+
+
+def test_a_delayed_reach_is_scored_from_its_go_cue(edited):
+    workdir, config, *_ = edited
+    task = mf.resolve_experiments(config)["kind"].task
+    states = mf.open_dataset(workdir / "results/kind/states.zarr")
+    np.testing.assert_allclose(states.go_time, task.evaluation_go_step * 0.05)
+    table = pd.read_csv(workdir / "results/kind/metrics.csv")
+    assert "reaction_time" in table and table.reaction_time.notna().all()
+    assert "reaction_time" not in pd.read_csv(workdir / "results/same/metrics.csv")

@@ -132,7 +132,8 @@ def test_the_schema_file_is_the_one_the_typed_config_generates():
 def test_the_schema_accepts_every_library_key_with_its_default():
     """The schema and the typed configs describe the same keys."""
     config = tiny_config()
-    config["tasks"]["full"] = mf.TaskConfig().to_dict()
+    for kind, task in mf.TASKS.items():
+        config["tasks"][f"full_{kind}"] = task().to_dict()
     config["models"]["full"] = mf.ModelConfig().to_dict()
     config["trainings"]["full"] = mf.TrainConfig().to_dict()
     config["experiments"]["quiet"]["override"] = {"model": mf.ModelConfig().to_dict()}

@@ -158,6 +158,14 @@ def test_speed_profiles_line_per_trial_is_replicate_mean(states, tmp_path):
     assert len(panels(plot_speed_profiles(states.isel(replicate=[0])))[0].lines) == 7
 
 
+def test_speed_profiles_mark_a_delayed_reachs_go_cue(states):
+    delayed = states.assign_coords(go_time=("trial", np.full(states.sizes["trial"], 0.35)))
+    (ax,) = panels(plot_speed_profiles(delayed))
+    cue = [line for line in ax.lines if line.get_label() == "go cue"]
+    assert len(cue) == 1 and list(cue[0].get_xdata()) == [0.35, 0.35]
+    assert len(ax.lines) == states.sizes["trial"] + 1
+
+
 def test_comparison_summary_picks_final_total_validation_and_mean_endpoint_error(states):
     data = history(n_replicates=3, batches_run=N_BATCHES)
     metrics = reach_metrics(states)

@@ -1,3 +1,4 @@
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -27,23 +28,34 @@ def test_terms_have_their_documented_values():
             "hidden": {"weight": 0.0},
         }
     )
-    terms = mf.loss_terms(config, make_rollout(), goal)
+    terms = mf.loss_terms(config, make_rollout(), mf.Targets(goal))
     # squared error 2 at each step, weights 1/4, 2/4, 3/4, 4/4
     np.testing.assert_allclose(terms["position"], 2 * (1 + 2 + 3 + 4) / 4)
     np.testing.assert_allclose(terms["final_velocity"], 8.0)
     np.testing.assert_allclose(terms["effort"], 4 * 2 * 9.0)
     np.testing.assert_allclose(terms["hidden"], 4 * 3 * 0.25)
+    assert float(terms["hold"]) == 0.0  # no steps to hold
     np.testing.assert_allclose(mf.total_loss(config, terms), 5.0 + 16.0 + 36.0)
 
 
 def test_every_term_is_recorded_and_weight_zero_adds_nothing():
     goal = jnp.zeros((2, 4, 2))
     config = mf.LossConfig.from_dict({"position": {"weight": 0}})
-    terms = mf.loss_terms(config, make_rollout(), goal)
-    assert set(terms) == {"position", "final_velocity", "effort", "hidden"}
+    terms = mf.loss_terms(config, make_rollout(), mf.Targets(goal))
+    assert set(terms) == {"position", "final_velocity", "effort", "hidden", "hold"}
     assert float(terms["position"]) > 0
     without = {name: value for name, value in terms.items() if name != "position"}
     np.testing.assert_allclose(
         mf.total_loss(config, terms),
         sum(config.terms[name].weight * value for name, value in without.items()),
     )
+
+
+def test_hold_sums_the_squared_drift_from_the_start_over_the_held_steps():
+    pos = jnp.zeros((2, 4, 2)).at[0, :, 0].set(jnp.array([0.0, 1.0, 2.0, 3.0]))
+    rollout = eqx.tree_at(lambda r: r.pos, make_rollout(), pos)
+    hold = jnp.array([[True, True, True, False], [True] * 4])
+    terms = mf.loss_terms(mf.LossConfig(), rollout, mf.Targets(jnp.zeros((2, 4, 2)), hold))
+    # speed 2 on every axis: 8 per held step; trial 0 also drifts 1 and 2 on its held
+    # steps 1 and 2 (step 3 is free)
+    np.testing.assert_allclose(terms["hold"], (3 * 8 + 1 + 4 + 4 * 8) / 2)

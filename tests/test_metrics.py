@@ -19,6 +19,7 @@ METRIC_NAMES = [
     "max_lateral_deviation",
     "initial_angle_error",
     "path_length_ratio",
+    "max_displacement",
     "onset_time",
 ]
 

@@ -359,3 +359,11 @@ def test_table_leaves_nan_trials_out_of_each_condition_mean():
 def test_fractions_outside_zero_to_one_are_rejected(options):
     with pytest.raises(ValueError, match=next(iter(options))):
         reach_metrics(condition_states(), **options)
+
+
+def test_max_displacement_is_the_farthest_the_hand_gets_from_its_start():
+    # A posture trial: pushed 3 cm up and 4 cm right (5 cm away), then back home.
+    path = np.array([[0.2, 0.1], [0.22, 0.11], [0.24, 0.13], [0.21, 0.11], [0.2, 0.1]])
+    metrics = one_reach(path, (0.2, 0.1))
+    assert float(metrics.max_displacement) == pytest.approx(0.05, rel=1e-12)
+    assert np.isnan(float(metrics.max_lateral_deviation))  # no reach to deviate from

@@ -111,7 +111,7 @@ def silent_model(plant="point_mass"):
 @pytest.mark.parametrize(("direction", "sign"), [("ccw", 1.0), ("cw", -1.0)])
 def test_the_curl_field_pushes_a_moving_effector_to_its_side_in_the_loop(direction, sign):
     model = silent_model()
-    task = mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": 20}))
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 20}))
     trial = mf.Trials(
         init_pos=jnp.zeros(2), init_vel=jnp.array([1.0, 0.0]), goal_pos=jnp.array([0.5, 0.0])
     )
@@ -129,7 +129,7 @@ def test_feedback_offsets_reach_the_network_after_the_delay_and_nowhere_else():
     config = tiny_model_config()
     config = mf.ModelConfig.from_dict({**config.to_dict(), "feedback": {"delay": delay}})
     model = mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))
-    task = mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": 20}))
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 20}))
     trial = task.sample(jax.random.key(4), 1)
     trial = jax.tree.map(lambda x: x[0], trial)
     offset = mf.FeedbackOffset(distance=0.1, angle=0.0, frame="world", start=0.25, duration=0.2)
@@ -149,11 +149,12 @@ def test_feedback_offsets_reach_the_network_after_the_delay_and_nowhere_else():
 
 def test_a_target_jump_moves_the_goal_the_network_sees_and_the_loss_uses():
     model = silent_model()
-    task = mf.ReachTask(mf.TaskConfig.from_dict({"n_steps": 10}))
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 10}))
     trial = mf.Trials(init_pos=jnp.zeros(2), init_vel=jnp.zeros(2), goal_pos=jnp.array([0.2, 0.0]))
     jump = mf.TargetJump(time=0.2, distance=0.1, angle=90.0)
     perturbed = trial.perturbed_by((jump,), (mf.draw_params(jump, jax.random.key(0), ()),))
-    _, goal = mf.run_trial(model, task, perturbed, key=jax.random.key(1))
+    _, targets = mf.run_trial(model, task, perturbed, key=jax.random.key(1))
+    goal = targets.goal
     np.testing.assert_allclose(goal[:4], np.broadcast_to([0.2, 0.0], (4, 2)))
     np.testing.assert_allclose(goal[4:], np.broadcast_to([0.2, 0.1], (6, 2)), atol=1e-7)
     np.testing.assert_array_equal(task.inputs(perturbed, goal), goal)
@@ -192,7 +193,7 @@ def test_training_trials_carry_the_tasks_perturbations_and_train():
             ],
         }
     )
-    task = mf.ReachTask(config)
+    task = mf.Task(config)
     trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=3, batch_size=5)
     assert [p.kind for p in trials.perturbations] == ["curl", "force_pulse"]
     assert trials.params[0]["strength"].shape == (2, 3, 5)
@@ -237,7 +238,7 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
     config = mf.TaskConfig.from_dict(
         {"n_steps": 12, "perturbations": [{"kind": "target_jump", "angle": [-90, 90]}]}
     )
-    task = mf.ReachTask(config)
+    task = mf.Task(config)
     trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=3, batch_size=4)
     mf.write_trials(trials, tmp_path / "train.zarr")
     back = mf.read_trials(tmp_path / "train.zarr")
@@ -259,7 +260,7 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
         ({"kind": "curl", "strength": -1}, "perturbations[0].strength", ">= 0"),
         ({"kind": "force_pulse", "start": [0.3, 0.1]}, "perturbations[0].start", "low <= high"),
         ({"kind": "curl", "direction": "left"}, "perturbations[0].direction", "'cw' or 'ccw'"),
-        ({"kind": "wind"}, "perturbations[0]", "unknown kind"),
+        ({"kind": "wind"}, "perturbations[0].kind", "unknown kind"),
         ({"kind": "curl", "probability": 1.5}, "perturbations[0].probability", "<= 1"),
         ({"kind": "target_jump", "amplitude": 1}, "perturbations[0].amplitude", "unknown key"),
     ],

@@ -32,7 +32,7 @@ def setup(kind: str, n_replicates: int = 2):
     )
     task_config = mf.TaskConfig.from_dict(ARM_TASK)
     mf.check_model_fits_task(model, task_config)
-    task = mf.ReachTask(task_config)
+    task = mf.Task(task_config)
     ensemble = mf.make_ensemble(
         model, n_replicates=n_replicates, n_task_inputs=task.n_inputs, key=jax.random.key(0)
     )

@@ -7,7 +7,7 @@ import motorflow as mf
 def task(**config):
     # The center-out evaluation must lie in the workspace too.
     evaluation = {"center": [0.5, 0.25], "distances": [0.2]}
-    return mf.ReachTask(
+    return mf.Task(
         mf.TaskConfig.from_dict({"workspace": [[-1, 0], [2, 0.5]], "eval": evaluation, **config})
     )
 
@@ -60,7 +60,8 @@ def test_inputs_hold_the_goal_for_every_step():
     t = task(n_steps=7)
     trials = t.sample(jax.random.key(0), 3)
     model = mf.build_model(mf.ModelConfig(), n_task_inputs=t.n_inputs, key=jax.random.key(1))
-    _, goal = mf.run_trials(model, t, trials, jax.random.split(jax.random.key(2), 3))
+    _, targets = mf.run_trials(model, t, trials, jax.random.split(jax.random.key(2), 3))
+    goal = targets.goal
     inputs = jax.vmap(t.inputs)(trials, goal)
     assert inputs.shape == goal.shape == (3, 7, 2)
     for step in range(7):

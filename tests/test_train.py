@@ -35,7 +35,14 @@ def test_a_short_run_lowers_training_and_validation_loss(tiny):
 def test_history_records_every_term_per_batch_and_replicate(tiny):
     setup = tiny()
     history = setup.train().history
-    assert set(history["loss"]) == {"position", "final_velocity", "effort", "hidden", "total"}
+    assert set(history["loss"]) == {
+        "position",
+        "final_velocity",
+        "effort",
+        "hidden",
+        "hold",
+        "total",
+    }
     for values in history["loss"].values():
         assert values.shape == (40, 3) and np.isfinite(values).all()
     np.testing.assert_allclose(history["learning_rate"], 1e-2)

@@ -20,7 +20,7 @@ from ._config import (
 from ._config_file import load_config_file
 from ._devices import claim_gpus, use_devices, visible_gpus
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
-from ._episode import run_trial, run_trials
+from ._episode import Targets, run_trial, run_trials
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
 from ._experiments import (
     Experiment,
@@ -101,7 +101,17 @@ from ._store import (
     write_dataset,
     write_trials,
 )
-from ._tasks import CenterOut, ReachTask, Trials
+from ._task import (
+    TASKS,
+    CenterOut,
+    CenterOutTaskConfig,
+    DelayedReachConfig,
+    PostureConfig,
+    ReachConfig,
+    Task,
+    Trials,
+    WorkspaceTask,
+)
 from ._train import (
     NonFiniteLossError,
     Trainer,
@@ -123,18 +133,21 @@ from ._workflow_config import (
 __all__ = [
     "PERTURBATIONS",
     "PLANTS",
+    "TASKS",
     "AbstractCell",
     "AbstractPerturbation",
     "AbstractPlant",
     "ArmConfig",
     "CenterOut",
     "CenterOutConfig",
+    "CenterOutTaskConfig",
     "CheckpointStore",
     "Checkpoints",
     "ClosedLoop",
     "ConfigError",
     "ConstantField",
     "CurlField",
+    "DelayedReachConfig",
     "Effects",
     "EvaluationConfig",
     "Experiment",
@@ -158,11 +171,14 @@ __all__ = [
     "PointMass",
     "PointMassConfig",
     "PositionTermConfig",
-    "ReachTask",
+    "PostureConfig",
+    "ReachConfig",
     "Rollout",
     "ScheduleConfig",
     "StoreError",
     "TargetJump",
+    "Targets",
+    "Task",
     "TaskConfig",
     "TrainConfig",
     "TrainResult",
@@ -173,6 +189,7 @@ __all__ = [
     "TwoLinkArm",
     "VanillaCell",
     "WorkflowConfig",
+    "WorkspaceTask",
     "adopt_weights",
     "arm_figure",
     "build_model",

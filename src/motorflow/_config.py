@@ -8,7 +8,6 @@ The workflow's JSON Schema is generated from these classes (`config_json_schema`
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -19,17 +18,15 @@ from ._config_base import (
     ConfigError,
     NonNegativeInt,
     NonNegativeNumber,
-    Point,
     PositiveInt,
     PositiveNumber,
     Text,
     plain,
 )
-from ._perturb import AnyPerturbation
 from ._plant import AnyPlantConfig, PointMassConfig
+from ._task import MAX_PERTURBATIONS, CenterOutConfig, TaskConfig, WorkspaceTask
 
-# A list of perturbations has at most this many entries (each is a slot every trial carries).
-MAX_PERTURBATIONS = 32
+__all__ = ["MAX_PERTURBATIONS", "CenterOutConfig", "TaskConfig"]  # re-exported
 
 CELLS = ("gru", "rnn", "leaky")
 
@@ -72,62 +69,6 @@ class ModelConfig(Block):
         return self
 
 
-class CenterOutConfig(Block):
-    """Evaluation reaches from `center` in `n_directions` directions x `distances`."""
-
-    center: Point = (0.0, 0.0)
-    n_directions: Annotated[PositiveInt, Field(le=3600)] = 7
-    distances: tuple[PositiveNumber, ...] = Field((0.5,), min_length=1, max_length=100)
-
-    def goals(self) -> list[tuple[float, float]]:
-        """The farthest goal in each direction."""
-        reach = max(self.distances)
-        angles = (2 * math.pi * i / self.n_directions for i in range(self.n_directions))
-        return [
-            (self.center[0] + reach * math.cos(a), self.center[1] + reach * math.sin(a))
-            for a in angles
-        ]
-
-
-class TaskConfig(Block):
-    """Reaching between uniform random points in a rectangular workspace.
-
-    `workspace` is ``[[x_min, y_min], [x_max, y_max]]``; each trial lasts `n_steps`.
-    `perturbations` act on the training trials (each with its `probability`) and on
-    the validation set (the center-out reaches) drawn with them.
-    """
-
-    kind: Literal["reach"] = "reach"
-    n_steps: PositiveInt = 100
-    workspace: tuple[Point, Point] = ((-1.0, -1.0), (1.0, 1.0))
-    eval: CenterOutConfig = CenterOutConfig()
-    perturbations: tuple[AnyPerturbation, ...] = Field((), max_length=MAX_PERTURBATIONS)
-
-    @model_validator(mode="after")
-    def _evaluated_where_trained(self) -> TaskConfig:
-        lower, upper = self.workspace
-        if not (lower[0] < upper[0] and lower[1] < upper[1]):
-            raise ConfigError(
-                "workspace",
-                f"needs x_min < x_max and y_min < y_max, got {plain(self.workspace)}",
-            )
-
-        def inside(point: tuple[float, float]) -> bool:
-            return all(lower[i] - 1e-9 <= point[i] <= upper[i] + 1e-9 for i in range(2))
-
-        for goal in [self.eval.center, *self.eval.goals()]:
-            if not inside(goal):
-                raise ConfigError(
-                    "eval",
-                    f"the center-out goals (center {list(self.eval.center)}, distance "
-                    f"{max(self.eval.distances)}) leave the workspace "
-                    f"{plain(self.workspace)}: the goal at [{goal[0]:.3g}, {goal[1]:.3g}] "
-                    "was never trained; move the center, shorten the distances or widen "
-                    "the workspace",
-                )
-        return self
-
-
 class LossTermConfig(Block):
     """One loss term: its `weight` (0 switches it off; it is still recorded)."""
 
@@ -156,6 +97,7 @@ class LossConfig(Block):
     final_velocity: LossTermConfig = LossTermConfig(weight=1.0)
     effort: LossTermConfig = LossTermConfig(weight=1e-5)
     hidden: LossTermConfig = LossTermConfig(weight=1e-5)
+    hold: LossTermConfig = LossTermConfig(weight=100.0)
 
     @property
     def terms(self) -> dict[str, LossTermConfig]:
@@ -239,21 +181,9 @@ class TrainConfig(Block):
         return settings
 
 
-def _workspace_samples(task: TaskConfig, per_side: int = 11) -> list[tuple[float, float]]:
-    """A grid over the workspace rectangle (its corners and edges included), plus
-    every evaluation goal and the evaluation center."""
-    (x0, y0), (x1, y1) = task.workspace
-    grid = [
-        (x0 + (x1 - x0) * i / (per_side - 1), y0 + (y1 - y0) * j / (per_side - 1))
-        for i in range(per_side)
-        for j in range(per_side)
-    ]
-    return [*grid, task.eval.center, *task.eval.goals()]
-
-
 def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") -> None:
     """Cross-block checks: a feedback delay must leave steps to act on, and the plant
-    must reach every point of the task's workspace (checked on a grid, in plain
+    must reach every position of the task (checked on a sample of them, in plain
     Python: no JAX computation)."""
 
     def key(name: str) -> str:
@@ -266,11 +196,21 @@ def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") 
             f"n_steps ({task.n_steps})",
         )
     plant = model.plant.build()
-    for point in _workspace_samples(task):
+    for point in task.reach_points():
         if not plant.is_reachable(point):
             raise ConfigError(
-                key("task.workspace"),
-                f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}] "
-                f"of the workspace {plain(task.workspace)} or its evaluation goals "
-                f"({plant.workspace_note}); choose a workspace inside its reach",
+                key("task.workspace" if isinstance(task, WorkspaceTask) else "task.eval"),
+                f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}], "
+                f"a position of {_positions(task)} ({plant.workspace_note}); choose "
+                "positions inside its reach",
             )
+
+
+def _positions(task: TaskConfig) -> str:
+    """Where a task's positions come from, for error messages."""
+    if isinstance(task, WorkspaceTask):
+        return f"the workspace {plain(task.workspace)} or the evaluation positions"
+    return (
+        f"the {task.kind} task's center {plain(task.eval.center)} or its circles of "
+        f"radius {plain(task.eval.distances)}"
+    )

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Self, Union
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
 
 
 class ConfigError(ValueError):
@@ -112,7 +112,7 @@ class Block(BaseModel):
         try:
             return cls.model_validate({} if data is None else data)
         except pydantic.ValidationError as error:
-            raise config_error(error, path) from None
+            raise config_error(error, path, data) from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values (lists, dicts, numbers, strings) that `from_dict` reads back."""
@@ -129,14 +129,24 @@ def registry(*members: type[Block]) -> dict[str, type[Block]]:
     return {member.model_fields["kind"].default: member for member in members}
 
 
-def tagged_union(members: Sequence[type[Block]]) -> Any:
+def tagged_union(members: Sequence[type[Block]], default: str | None = None) -> Any:
     """One block of several kinds, chosen by its ``kind`` key (a registry's config type).
 
     Each member declares ``kind: Literal["<name>"]``; the JSON Schema becomes a
     ``oneOf`` with a discriminator, and an unknown kind is an error listing the kinds.
+    With `default`, a mapping without a ``kind`` key is of that kind.
     """
     _UNION_TAGS.update(member.model_fields["kind"].default for member in members)
-    return Annotated[Union[tuple(members)], Field(discriminator="kind")]  # noqa: UP007
+    union = Annotated[Union[tuple(members)], Field(discriminator="kind")]  # noqa: UP007
+    if default is None:
+        return union
+
+    def of_default_kind(value: Any) -> Any:
+        if isinstance(value, Mapping) and "kind" not in value:
+            return {"kind": default, **value}
+        return value
+
+    return Annotated[union, BeforeValidator(of_default_kind)]
 
 
 def _described(value: Any) -> str:
@@ -197,8 +207,6 @@ def _message(error: Mapping[str, Any]) -> str:
         text = _length_message(ctx, "max")
     elif kind == "string_pattern_mismatch":
         text = f"does not match the pattern {ctx['pattern']}"
-    elif kind == "union_tag_invalid":
-        text = f"unknown kind; allowed: {ctx['expected_tags']}"
     elif kind == "union_tag_not_found":
         text = f"needs a '{ctx['discriminator'].strip(chr(39))}' key naming its kind"
     else:
@@ -208,13 +216,35 @@ def _message(error: Mapping[str, Any]) -> str:
     return f"{text}, got {_described(error['input'])}"
 
 
-def _format_path(prefix: str, location: Sequence[Any]) -> str:
+def _without_union_tags(location: Sequence[Any], data: Any) -> list[Any]:
+    """`location` without the kinds pydantic puts after a tagged union's value.
+
+    Walking `data` along the location tells a key (present in the data) from a tag
+    (absent, and naming the value's kind), so a name that happens to be a kind (a
+    task named ``reach``) stays. Without `data`, every kind after the first part goes.
+    """
+    if data is None:
+        return [
+            part
+            for index, part in enumerate(location)
+            if not (index and isinstance(part, str) and part in _UNION_TAGS)
+        ]
+    kept, node = [], data
+    for part in location:
+        is_key = isinstance(node, Mapping) and part in node
+        is_index = isinstance(node, (list, tuple)) and isinstance(part, int) and part < len(node)
+        if is_key or is_index:
+            node = node[part]
+        elif isinstance(node, Mapping) and part in _UNION_TAGS and node.get("kind", part) == part:
+            continue
+        else:
+            node = None
+        kept.append(part)
+    return kept
+
+
+def _format_path(prefix: str, parts: Sequence[Any]) -> str:
     path = prefix
-    parts = [
-        part
-        for index, part in enumerate(location)
-        if not (index and isinstance(part, str) and part in _UNION_TAGS)
-    ]
     for index, part in enumerate(parts):
         if part == "[key]":
             continue
@@ -227,10 +257,11 @@ def _format_path(prefix: str, location: Sequence[Any]) -> str:
     return path
 
 
-def config_error(error: pydantic.ValidationError, path: str = "") -> ConfigError:
-    """The first error of a pydantic validation, as a :class:`ConfigError` under `path`."""
+def config_error(error: pydantic.ValidationError, path: str = "", data: Any = None) -> ConfigError:
+    """The first error of a pydantic validation of `data`, as a :class:`ConfigError`
+    under `path`."""
     first = error.errors(include_url=False)[0]
-    location = list(first["loc"])
+    location = _without_union_tags(first["loc"], data)
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, ConfigError):
         # Raised by a validator: its path is relative to the block it checked.
@@ -242,6 +273,11 @@ def config_error(error: pydantic.ValidationError, path: str = "") -> ConfigError
             _format_path(path, location[:-1]),
             f"is too short: needs {location[-1] + 1} or more items, got "
             f"{_described(first['input'])}",
+        )
+    if first["type"] == "union_tag_invalid":
+        return ConfigError(
+            _format_path(path, [*location, "kind"]),
+            f"unknown kind; allowed: {first['ctx']['expected_tags']}, got {first['ctx']['tag']!r}",
         )
     if first["type"] == "missing":
         return ConfigError(

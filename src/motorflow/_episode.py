@@ -2,19 +2,33 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
 from ._loop import ClosedLoop, Rollout
 from ._perturb import TrialGeometry, total_effects
-from ._tasks import ReachTask, Trials
+from ._task import Task, Trials
+
+
+class Targets(eqx.Module):
+    """Where the effector should be during a trial, as the loss and the metrics use it.
+
+    - `goal`: the goal at each step, `(..., time, 2)` (it moves when a target jumps).
+    - `hold`: the steps on which the effector should stay at its start, `(..., time)`
+      (before a delayed reach's go cue; every step of a posture trial), or `None`
+      for tasks without any.
+    """
+
+    goal: Float[Array, "*trials time 2"]
+    hold: Bool[Array, "*trials time"] | None = None
 
 
 def run_trial(
-    model: ClosedLoop, task: ReachTask, trial: Trials, *, key: PRNGKeyArray
-) -> tuple[Rollout, Float[Array, "time 2"]]:
-    """Roll out one trial (no leading dims); returns the rollout and the goal at each step.
+    model: ClosedLoop, task: Task, trial: Trials, *, key: PRNGKeyArray
+) -> tuple[Rollout, Targets]:
+    """Roll out one trial (no leading dims); returns the rollout and its targets.
 
     The trial's perturbations become per-step effects (:func:`total_effects`): forces
     and feedback offsets go to the loop, goal displacements to the task's inputs and
@@ -34,11 +48,11 @@ def run_trial(
     rollout = model.rollout(
         trial.init_pos, trial.init_vel, task.inputs(trial, goal), key=key, effects=effects
     )
-    return rollout, goal
+    return rollout, Targets(goal, task.hold(trial))
 
 
 def run_trials(
-    model: ClosedLoop, task: ReachTask, trials: Trials, keys: PRNGKeyArray
-) -> tuple[Rollout, Float[Array, "trial time 2"]]:
+    model: ClosedLoop, task: Task, trials: Trials, keys: PRNGKeyArray
+) -> tuple[Rollout, Targets]:
     """:func:`run_trial` over the leading trial dim of `trials`, trial i with ``keys[i]``."""
     return jax.vmap(lambda trial, key: run_trial(model, task, trial, key=key))(trials, keys)

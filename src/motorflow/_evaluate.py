@@ -18,7 +18,7 @@ from ._ensemble import n_replicates
 from ._episode import run_trials
 from ._loop import Rollout
 from ._perturb import AbstractPerturbation, draw_conditions
-from ._tasks import CenterOut, ReachTask, Trials
+from ._task import CenterOut, Task, Trials
 
 COMPONENTS = np.array(["x", "y"], dtype=object)
 # The condition an experiment is evaluated in when the config names none.
@@ -44,7 +44,7 @@ def condition_trials(
 
 
 def rollout_ensemble(
-    ensemble: eqx.Module, trials: Trials, task: ReachTask, *, key: PRNGKeyArray
+    ensemble: eqx.Module, trials: Trials, task: Task, *, key: PRNGKeyArray
 ) -> tuple[Rollout, Float[Array, "condition trial time 2"]]:
     """Every replicate on every trial of every condition.
 
@@ -62,7 +62,8 @@ def rollout_ensemble(
     def run(ensemble, flat, key):
         def one_replicate(model, key):
             keys = jnp.tile(jax.random.split(key, n_trials), n_conditions)
-            return run_trials(model, task, flat, keys)
+            rollout, targets = run_trials(model, task, flat, keys)
+            return rollout, targets.goal
 
         return eqx.filter_vmap(one_replicate)(
             ensemble, jax.random.split(key, n_replicates(ensemble))
@@ -91,9 +92,17 @@ def _perturbation_variables(
     return variables
 
 
+def _go_time(trials: Trials, dt: float) -> dict[str, Any]:
+    """The ``go_time`` coord (s) along `trial`, for trials with a go cue."""
+    if trials.go_step is None:
+        return {}
+    go_time = (np.asarray(trials.go_step) * dt).astype(np.float32)
+    return {"go_time": ("trial", go_time, {"units": "s"})}
+
+
 def evaluate(
     ensemble: eqx.Module,
-    task: ReachTask,
+    task: Task,
     model_config: ModelConfig,
     *,
     key: PRNGKeyArray,
@@ -124,7 +133,8 @@ def evaluate(
     ``joint_angle`` along `joint`, ``muscle_force`` along `muscle`), and each
     perturbation's per-trial values (``perturbation<j>_<setting>``, `(condition,
     trial)`); coords ``time`` in seconds, ``condition`` names, ``goal_angle``
-    (radians) and ``goal_distance`` per trial. The model and task configs, the
+    (radians) and ``goal_distance`` per trial, and ``go_time`` (s) per trial for
+    tasks with a go cue. The model and task configs, the
     conditions and any extra `attrs` are stored as JSON strings in the attributes.
     """
     center_out = task.eval_trials() if trials is None else trials
@@ -178,6 +188,7 @@ def evaluate(
             "unit": np.arange(n_units),
             "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
             "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
+            **_go_time(center_out.trials, model_config.dt),
         },
         attrs=stored_attrs,
     )

@@ -24,7 +24,7 @@ from ._config import ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
 from ._config_base import ConfigError, config_error, merge_settings
 from ._ensemble import build_model, make_ensemble
 from ._identity import canonical_json, json_digest
-from ._tasks import ReachTask
+from ._task import Task
 from ._trainable import trainable_filter
 from ._workflow_config import ExperimentSpec, SweepSpec, WorkflowConfig, parse_config
 
@@ -142,14 +142,15 @@ def experiment_keys(seed: int) -> dict[str, jax.Array]:
     return {name: jax.random.fold_in(root, index) for index, name in enumerate(names)}
 
 
-# Trial specs are generated up front into Zarr: 6 float32 values per trial, plus
+# Trial specs are generated up front into Zarr: 6 float32 values per trial, the go
+# step of a task with a go cue, plus
 # each perturbation's `active` flag and drawn settings.
 MAX_TRIAL_SPEC_BYTES = 8 * 2**30
 
 
 def trial_spec_bytes(task: TaskConfig) -> int:
     """Bytes of one training trial's spec."""
-    values = 6 + sum(1 + len(p.DRAWN) for p in task.perturbations)
+    values = 6 + task.has_go_cue + sum(1 + len(p.DRAWN) for p in task.perturbations)
     return 4 * values
 
 
@@ -222,7 +223,7 @@ def _resolve_one(
     model = eqx.filter_eval_shape(
         build_model,
         blocks["model"],
-        n_task_inputs=ReachTask(blocks["task"]).n_inputs,
+        n_task_inputs=Task(blocks["task"]).n_inputs,
         key=jax.eval_shape(lambda: jax.random.key(0)),
     )
     trainable_filter(model, blocks["training"].trainable, f"{path}.training.trainable")
@@ -244,7 +245,7 @@ def _model_shapes(experiment: Experiment) -> list[tuple[int, ...]]:
         make_ensemble,
         experiment.model,
         n_replicates=experiment.train.n_replicates,
-        n_task_inputs=ReachTask(experiment.task).n_inputs,
+        n_task_inputs=Task(experiment.task).n_inputs,
         key=jax.eval_shape(lambda: jax.random.key(0)),
     )
     return [
@@ -378,7 +379,7 @@ def _expand_sweep(
         try:
             expanded[expanded_name] = ExperimentSpec.model_validate(spec)
         except pydantic.ValidationError as error:
-            raise config_error(error, f"{path} (as {expanded_name})") from None
+            raise config_error(error, f"{path} (as {expanded_name})", spec) from None
     return expanded
 
 

@@ -243,6 +243,16 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
     return fig
 
 
+def _mark_go_cue(ax, states: xr.Dataset) -> None:
+    """A dashed line at each distinct go time of a delayed reach's trials."""
+    if "go_time" not in states.coords:
+        return
+    for index, go_time in enumerate(np.unique(states.go_time.values)):
+        label = "go cue" if index == 0 else None
+        ax.axvline(go_time, color="0.3", ls="--", lw=1, label=label)
+    ax.legend(loc="upper right", fontsize="small")
+
+
 def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
     """Hand speed against time, a panel per condition, a line per trial coloured by goal
     angle.
@@ -253,7 +263,8 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
     **Arguments:**
 
     - `states`: the Dataset from `evaluate`, with ``vel`` `(replicate, condition,
-      trial, time, component)` and the ``time`` (s) and ``goal_angle`` coords.
+      trial, time, component)` and the ``time`` (s) and ``goal_angle`` coords; a
+      ``go_time`` coord (delayed reaches) is drawn as a dashed line.
     - `title`: figure title.
     """
     states = _by_condition(states)
@@ -282,6 +293,7 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
             ax.plot(time[finite], np.nanmean(per_time, 0), color=color, lw=1.5)
         if not ax.lines:
             _no_data(ax)
+        _mark_go_cue(ax, states)
         heading = f"mean (line) and min–max (band) of {n_replicates} replicate(s)"
         if n_conditions > 1 or condition:
             heading = f"{condition_label(states, condition)}\n{heading}"

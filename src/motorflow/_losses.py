@@ -6,27 +6,35 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ._config import LossConfig
+from ._episode import Targets
 from ._loop import Rollout
 
 
-def _position(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
+def _position(rollout: Rollout, targets: Targets, config: LossConfig) -> Array:
     discount_power = config.position.discount_power
-    error = jnp.sum((rollout.pos - goal) ** 2, axis=-1)
+    error = jnp.sum((rollout.pos - targets.goal) ** 2, axis=-1)
     n_steps = error.shape[-1]
     discount = (jnp.arange(1, n_steps + 1, dtype=error.dtype) / n_steps) ** discount_power
     return jnp.sum(error * discount, axis=-1)
 
 
-def _final_velocity(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
+def _final_velocity(rollout: Rollout, targets: Targets, config: LossConfig) -> Array:
     return jnp.sum(rollout.vel[..., -1, :] ** 2, axis=-1)
 
 
-def _effort(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
+def _effort(rollout: Rollout, targets: Targets, config: LossConfig) -> Array:
     return jnp.sum(rollout.control**2, axis=(-2, -1))
 
 
-def _hidden(rollout: Rollout, goal: Array, config: LossConfig) -> Array:
+def _hidden(rollout: Rollout, targets: Targets, config: LossConfig) -> Array:
     return jnp.sum(rollout.hidden**2, axis=(-2, -1))
+
+
+def _hold(rollout: Rollout, targets: Targets, config: LossConfig) -> Array:
+    if targets.hold is None:
+        return jnp.zeros(rollout.pos.shape[:-2], rollout.pos.dtype)
+    drift = jnp.sum((rollout.pos - rollout.pos[..., :1, :]) ** 2 + rollout.vel**2, axis=-1)
+    return jnp.sum(jnp.where(targets.hold, drift, 0.0), axis=-1)
 
 
 # Each term returns one value per trial; the loss is its mean over trials.
@@ -35,23 +43,28 @@ _TERMS = {
     "final_velocity": _final_velocity,
     "effort": _effort,
     "hidden": _hidden,
+    "hold": _hold,
 }
 
 
 def loss_terms(
-    config: LossConfig, rollout: Rollout, goal: Float[Array, "*trials time 2"]
+    config: LossConfig, rollout: Rollout, targets: Targets
 ) -> dict[str, Float[Array, ""]]:
     """Each configured term averaged over trials (the leading dims of `rollout`).
 
-    `goal` is the goal at each step of each trial (it moves when a target jumps).
+    `targets` are the goal at each step of each trial (it moves when a target jumps)
+    and the steps on which the effector should hold still at its start.
 
     - ``position``: squared distance to the goal summed over time, weighted by
       ``((t+1)/n_steps) ** discount_power``.
     - ``final_velocity``: squared speed at the last step.
     - ``effort``: squared control (force, torques or excitations) summed over time.
     - ``hidden``: squared hidden activity summed over time and units.
+    - ``hold``: squared distance from the start plus squared speed, summed over the
+      steps to hold still (before a delayed reach's go cue, every step of a posture
+      trial); 0 for tasks without a hold.
     """
-    return {name: jnp.mean(_TERMS[name](rollout, goal, config)) for name in config.terms}
+    return {name: jnp.mean(_TERMS[name](rollout, targets, config)) for name in config.terms}
 
 
 def total_loss(config: LossConfig, terms: dict[str, Array]) -> Array:

@@ -21,6 +21,7 @@ METRIC_UNITS = {
     "max_lateral_deviation": "m",
     "initial_angle_error": "rad",
     "path_length_ratio": "1",
+    "max_displacement": "m",
     "onset_time": "s",
     "reaction_time": "s",
 }
@@ -155,6 +156,8 @@ def reach_metrics(
       positive counter-clockwise, in (-pi, pi]; NaN if never reached.
     - ``path_length_ratio`` (1): length of the path travelled over the straight
       start-to-final-goal distance; 1 for a straight reach that stops at the goal.
+    - ``max_displacement`` (m): the largest distance of the position from the start
+      over the trial; in a posture trial, how far a perturbation pushes the hand.
     - ``onset_time`` (s): the first time at which the speed reaches
       `onset_fraction` of the trial's peak speed; NaN if the peak speed is 0.
     - ``reaction_time`` (s): ``onset_time`` minus ``go_time``; present only when
@@ -187,6 +190,7 @@ def reach_metrics(
             offset, direction, initial_fraction * reach_length
         ),
         "path_length_ratio": _path_length(pos) / reach_length,
+        "max_displacement": _norm(offset).max("time", skipna=False),
         "onset_time": onset_time,
     }
     if "go_time" in states.coords:

@@ -44,7 +44,7 @@ from ._store import (
     write_dataset,
     write_trials,
 )
-from ._tasks import ReachTask
+from ._task import Task
 from ._train import Trainer, run_fingerprint, run_id, train
 from ._workflow_config import EvaluationConfig
 
@@ -58,7 +58,7 @@ def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path:
     `dataset_spec` is :meth:`Experiment.dataset_spec`: task config, replicate sets,
     batches, batch size and seed.
     """
-    task = ReachTask(TaskConfig.from_dict(dataset_spec["task"], "task"))
+    task = Task(TaskConfig.from_dict(dataset_spec["task"], "task"))
     trials = task.training_trials(
         experiment_keys(dataset_spec["seed"])["trials"],
         n_replicates=dataset_spec["n_replicates"],
@@ -99,7 +99,7 @@ def train_experiment(
     """
     trials = read_trials(trials_path)
     validation = read_center_out(eval_path)
-    task = ReachTask(experiment.task)
+    task = Task(experiment.task)
     keys = experiment_keys(experiment.seed)
     ensemble = make_ensemble(
         experiment.model,
@@ -181,7 +181,7 @@ def evaluate_experiment(
     """Run the trained ensemble on the center-out reaches in each of the `evaluation`
     conditions; write states and metrics."""
     ensemble, model_config = load_ensemble(model_path)
-    task = ReachTask(experiment.task)
+    task = Task(experiment.task)
     keys = experiment_keys(experiment.seed)
     center_out = read_center_out(eval_path)
     states = evaluate(

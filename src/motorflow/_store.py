@@ -21,7 +21,7 @@ from ._atomic import atomic_directory
 from ._evaluate import COMPONENTS
 from ._faults import kill_point
 from ._perturb import PERTURBATIONS, AbstractPerturbation
-from ._tasks import CenterOut, Trials
+from ._task import CenterOut, Trials
 
 
 class StoreError(ValueError):
@@ -34,6 +34,8 @@ class StoreError(ValueError):
 
 
 TRIAL_FIELDS = ("init_pos", "init_vel", "goal_pos")
+# The go cue's step per trial, stored only for tasks that give one.
+GO_STEP = "go_step"
 
 
 def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | None = None) -> None:
@@ -70,11 +72,14 @@ def _perturbation_name(index: int, setting: str) -> str:
 
 
 def _trial_variables(trials: Trials, dims: tuple[str, ...]) -> dict[str, Any]:
-    """The trials' arrays as variables over `dims` (then `component` for vectors); each
-    perturbation's per-trial values as ``perturbation<i>_<setting>``."""
+    """The trials' arrays as variables over `dims` (then `component` for vectors), the
+    go steps if any, and each perturbation's per-trial values as
+    ``perturbation<i>_<setting>``."""
     variables: dict[str, Any] = {
         name: ((*dims, "component"), np.asarray(getattr(trials, name))) for name in TRIAL_FIELDS
     }
+    if trials.go_step is not None:
+        variables[GO_STEP] = (dims, np.asarray(trials.go_step, np.int32))
     for index, (perturbation, params) in enumerate(zip(trials.perturbations, trials.params)):
         for setting, values in params.items():
             variables[_perturbation_name(index, setting)] = xr.Variable(
@@ -151,13 +156,29 @@ def _read_perturbations(
     return perturbations, tuple(params)
 
 
+def _read_go_step(dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...]):
+    """The stored go steps, or `None` if the trials have none."""
+    if GO_STEP not in dataset:
+        return None
+    variable = dataset[GO_STEP]
+    if variable.dims != dims or not np.issubdtype(variable.dtype, np.integer):
+        raise StoreError(
+            path,
+            f"variable {GO_STEP!r} has dims {variable.dims} and dtype {variable.dtype}, "
+            f"expected {dims} and an integer type",
+        )
+    return variable.values.astype(np.int32)
+
+
 def _read_trials(dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...], as_array) -> Trials:
     _check_variables(dataset, path, {name: (*dims, "component") for name in TRIAL_FIELDS})
     perturbations, params = _read_perturbations(dataset, path, dims)
+    go_step = _read_go_step(dataset, path, dims)
     return Trials(
         *(as_array(dataset[name].values, np.float32) for name in TRIAL_FIELDS),
         perturbations=perturbations,
         params=tuple({k: as_array(v, np.float32) for k, v in p.items()} for p in params),
+        go_step=None if go_step is None else as_array(go_step, np.int32),
     )
 
 

@@ -29,7 +29,7 @@ from ._identity import code_version, json_digest, tree_digest
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
 from ._sharding import ReplicateLayout
-from ._tasks import CenterOut, ReachTask, Trials
+from ._task import CenterOut, Task, Trials
 from ._trainable import trainable_filter
 
 logger = logging.getLogger("motorflow")
@@ -107,7 +107,7 @@ class Trainer:
     def __init__(
         self,
         ensemble: eqx.Module,
-        task: ReachTask,
+        task: Task,
         config: TrainConfig,
         *,
         vectorize_replicates: bool | None = None,
@@ -150,8 +150,8 @@ class Trainer:
     def _replicate_loss(self, params, frozen, trials: Trials, key):
         model = eqx.combine(params, frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
-        rollouts, goal = run_trials(model, self.task, trials, keys)
-        terms = loss_terms(self.config.loss, rollouts, goal)
+        rollouts, targets = run_trials(model, self.task, trials, keys)
+        terms = loss_terms(self.config.loss, rollouts, targets)
         return total_loss(self.config.loss, terms), terms
 
     def _update(self, params, opt_state, frozen, trials: Trials, key):
@@ -224,7 +224,13 @@ class Trainer:
         return {**terms, "total": total}
 
 
-def _check_trials(trials: Trials, config: TrainConfig) -> None:
+def _check_trials(trials: Trials, config: TrainConfig, task: Task) -> None:
+    if (trials.go_step is not None) != task.config.has_go_cue:
+        has = "carry" if trials.go_step is not None else "lack"
+        raise ValueError(
+            f"the training trials {has} go steps, but the {task.config.kind} task "
+            f"{'gives' if task.config.has_go_cue else 'gives no'} go cue; draw them from this task"
+        )
     n_sets = 1 if config.shared_trials else config.n_replicates
     want = (n_sets, config.n_batches, config.batch_size, 2)
     for name in ("init_pos", "init_vel", "goal_pos"):
@@ -237,7 +243,7 @@ def _check_trials(trials: Trials, config: TrainConfig) -> None:
             )
 
 
-def _validation_trials(task: ReachTask, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:
+def _validation_trials(task: Task, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:
     """The given validation set's trials, else the task's, perturbed as in training."""
     if validation is None:
         validation = task.validation_set(jax.random.fold_in(key, 1))
@@ -247,7 +253,7 @@ def _validation_trials(task: ReachTask, validation: CenterOut | None, key: PRNGK
 def run_fingerprint(
     ensemble: eqx.Module,
     trials: Trials,
-    task: ReachTask,
+    task: Task,
     config: TrainConfig,
     *,
     key: PRNGKeyArray,
@@ -296,7 +302,7 @@ def _format_losses(losses: dict[str, np.ndarray]) -> str:
 def train(
     ensemble: eqx.Module,
     trials: Trials,
-    task: ReachTask,
+    task: Task,
     config: TrainConfig,
     *,
     key: PRNGKeyArray,
@@ -313,7 +319,7 @@ def train(
 
     - `ensemble`: initial ensemble (replicate axis first).
     - `trials`: training trial specs, dims `(replicate, batch, trial)` (replicate of
-      size 1 with ``shared_trials``), as made by :meth:`ReachTask.training_trials`.
+      size 1 with ``shared_trials``), as made by :meth:`Task.training_trials`.
     - `task`: the task (inputs, validation set).
     - `config`: the training config.
     - `key`: seeds the per-batch noise and the validation noise.
@@ -323,7 +329,7 @@ def train(
       :func:`run_fingerprint`) are resumed; those of other runs are kept there for
       a while and never applied to this one.
     - `validation`: the validation set; by default the task's center-out set under
-      its training perturbations (:meth:`ReachTask.validation_set`).
+      its training perturbations (:meth:`Task.validation_set`).
     - `progress`: show a progress bar.
     - `on_log`: called after each validation step (and its checkpoint, if any) with
       the number of batches done and the history so far.
@@ -336,7 +342,7 @@ def train(
     nothing is checkpointed from a non-finite state and the newest checkpoint before
     it is kept.
     """
-    _check_trials(trials, config)
+    _check_trials(trials, config, task)
     trainer = Trainer(ensemble, task, config)
     noise_key, validation_key = jax.random.split(key)
     state = trainer.init(noise_key)

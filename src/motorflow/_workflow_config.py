@@ -9,6 +9,7 @@ schema Snakemake validates (`workflow/schemas/config.schema.yaml`) is
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ import pydantic
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._config import MAX_PERTURBATIONS, ModelConfig, TaskConfig, TrainConfig
+from ._config import MAX_PERTURBATIONS, ModelConfig, TrainConfig
 from ._config_base import (
     Block,
     Boolean,
@@ -31,6 +32,7 @@ from ._config_base import (
 )
 from ._metrics import METRIC_UNITS
 from ._perturb import AnyPerturbation
+from ._task import AnyTaskConfig
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_NAME_LENGTH = 64
@@ -220,7 +222,7 @@ class WorkflowConfig(Block):
     an experiment over a grid. Unknown keys are errors.
     """
 
-    tasks: dict[Name, TaskConfig] = Field(min_length=1)
+    tasks: dict[Name, AnyTaskConfig] = Field(min_length=1)
     models: dict[Name, ModelConfig] = Field(min_length=1)
     trainings: dict[Name, TrainConfig] = Field(min_length=1)
     experiments: dict[Name, ExperimentSpec] = Field(min_length=1)
@@ -265,7 +267,7 @@ def parse_config(config: Mapping[str, Any]) -> WorkflowConfig:
     try:
         return WorkflowConfig.model_validate(config)
     except pydantic.ValidationError as error:
-        raise config_error(error) from None
+        raise config_error(error, data=config) from None
 
 
 class _Schema(GenerateJsonSchema):
@@ -312,10 +314,8 @@ def config_json_schema() -> dict[str, Any]:
     """
     schema = _name_keyed(WorkflowConfig.model_json_schema(schema_generator=_Schema))
     override = schema["$defs"]["Override"]["properties"]
-    for block, definition in (
-        ("task", "TaskConfig"),
-        ("model", "ModelConfig"),
-        ("training", "TrainConfig"),
-    ):
-        override[block] = {"anyOf": [{"$ref": f"#/$defs/{definition}"}, {"type": "null"}]}
+    for block, section in (("task", "tasks"), ("model", "models"), ("training", "trainings")):
+        # A partial block of the section's kind (a task block's kinds are a union).
+        block_schema = copy.deepcopy(schema["properties"][section]["additionalProperties"])
+        override[block] = {"anyOf": [block_schema, {"type": "null"}]}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
