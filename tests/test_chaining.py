@@ -7,7 +7,7 @@ import copy
 import jax
 import numpy as np
 import pytest
-from workflow_helpers import tiny_config
+from workflow_helpers import tiny_config, train_through_stages
 
 import motorflow as mf
 
@@ -80,25 +80,7 @@ def run_chain(tmp_path, config: dict, names) -> dict[str, mf.TrainResult]:
     """Trial specs and training of `names` in order, through the stage functions."""
     experiments = mf.resolve_experiments(copy.deepcopy(config))
     for name in names:
-        experiment = experiments[name]
-        trials = tmp_path / "trials" / experiment.dataset
-        if not trials.exists():
-            mf.make_trials(
-                experiment.dataset_spec(),
-                train_path=trials / "train.zarr",
-                eval_path=trials / "eval.zarr",
-            )
-        parent = experiment.init_from
-        mf.train_experiment(
-            experiment,
-            trials_path=trials / "train.zarr",
-            eval_path=trials / "eval.zarr",
-            model_path=tmp_path / name / "model",
-            history_path=tmp_path / name / "history.zarr",
-            checkpoint_dir=tmp_path / name / "checkpoints",
-            init_path=tmp_path / parent / "model" if parent else None,
-            progress=False,
-        )
+        train_through_stages(experiments[name], tmp_path)
     return experiments
 
 

@@ -19,6 +19,7 @@ from workflow_helpers import (
     make_workdir,
     planned_jobs,
     snakemake,
+    train_through_stages,
     write_config,
 )
 
@@ -144,29 +145,13 @@ def fresh_results(config: dict, root: Path) -> None:
     experiments = mf.resolve_experiments(settings)
     results = root / "results"
     for name, exp in experiments.items():
-        trials = results / "trials" / exp.dataset
-        if not trials.exists():
-            mf.make_trials(
-                exp.dataset_spec(),
-                train_path=trials / "train.zarr",
-                eval_path=trials / "eval.zarr",
-            )
-        mf.train_experiment(
-            exp,
-            trials_path=trials / "train.zarr",
-            eval_path=trials / "eval.zarr",
-            model_path=results / name / "model",
-            history_path=results / name / "history.zarr",
-            checkpoint_dir=results / name / "checkpoints",
-            init_path=results / exp.init_from / "model" if exp.init_from else None,
-            progress=False,
-        )
+        train_through_stages(exp, results)
         if name not in EVALUATED:
             continue
         mf.evaluate_experiment(
             exp,
             model_path=results / name / "model",
-            eval_path=trials / "eval.zarr",
+            eval_path=results / "trials" / exp.dataset / "eval.zarr",
             states_path=results / name / "states.zarr",
             metrics_path=results / name / "metrics.zarr",
             table_path=results / name / "metrics.csv",

@@ -180,3 +180,28 @@ def jax_leaves(tree):
     import jax
 
     return jax.tree.leaves(tree)
+
+
+def train_through_stages(experiment, results: Path) -> None:
+    """The trial specs (if missing) and training of `experiment` through the stage
+    functions the workflow's scripts call, into the workflow's layout under `results`."""
+    import motorflow as mf
+
+    trials = results / "trials" / experiment.dataset
+    if not trials.exists():
+        mf.make_trials(
+            experiment.dataset_spec(),
+            train_path=trials / "train.zarr",
+            eval_path=trials / "eval.zarr",
+        )
+    parent = experiment.init_from
+    mf.train_experiment(
+        experiment,
+        trials_path=trials / "train.zarr",
+        eval_path=trials / "eval.zarr",
+        model_path=results / experiment.name / "model",
+        history_path=results / experiment.name / "history.zarr",
+        checkpoint_dir=results / experiment.name / "checkpoints",
+        init_path=results / parent / "model" if parent else None,
+        progress=False,
+    )

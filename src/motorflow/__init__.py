@@ -3,7 +3,6 @@
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
 from ._config import (
-    CenterOutConfig,
     ConfigError,
     FeedbackConfig,
     LossConfig,
@@ -13,7 +12,6 @@ from ._config import (
     OptimizerConfig,
     PositionTermConfig,
     ScheduleConfig,
-    TaskConfig,
     TrainConfig,
     check_model_fits_task,
 )
@@ -104,11 +102,13 @@ from ._store import (
 from ._task import (
     TASKS,
     CenterOut,
+    CenterOutConfig,
     CenterOutTaskConfig,
     DelayedReachConfig,
     PostureConfig,
     ReachConfig,
     Task,
+    TaskConfig,
     Trials,
     WorkspaceTask,
 )

@@ -24,9 +24,7 @@ from ._config_base import (
     plain,
 )
 from ._plant import AnyPlantConfig, PointMassConfig
-from ._task import MAX_PERTURBATIONS, CenterOutConfig, TaskConfig, WorkspaceTask
-
-__all__ = ["MAX_PERTURBATIONS", "CenterOutConfig", "TaskConfig"]  # re-exported
+from ._task import TaskConfig, WorkspaceTask
 
 CELLS = ("gru", "rnn", "leaky")
 

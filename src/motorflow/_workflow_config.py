@@ -19,7 +19,7 @@ import pydantic
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._config import MAX_PERTURBATIONS, ModelConfig, TrainConfig
+from ._config import ModelConfig, TrainConfig
 from ._config_base import (
     Block,
     Boolean,
@@ -32,7 +32,7 @@ from ._config_base import (
 )
 from ._metrics import METRIC_UNITS
 from ._perturb import AnyPerturbation
-from ._task import AnyTaskConfig
+from ._task import MAX_PERTURBATIONS, AnyTaskConfig
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_NAME_LENGTH = 64

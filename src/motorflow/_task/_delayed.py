@@ -64,13 +64,14 @@ class DelayedReachConfig(ReachConfig):
         """The reach task's trials from `key`, go steps from ``fold_in(key, 2)``."""
         low, high = self.go_step
         go_step = jax.random.randint(jax.random.fold_in(key, 2), (n_trials,), low, high + 1)
-        return _with_go(super().draw(key, n_trials), go_step)
+        return super().draw(key, n_trials).with_go_step(go_step)
 
     def evaluation(self) -> CenterOut:
         center_out = super().evaluation()
         n_trials = center_out.goal_angle.shape[0]
         go_step = jnp.full((n_trials,), self.evaluation_go_step, jnp.int32)
-        return eqx.tree_at(lambda c: c.trials, center_out, _with_go(center_out.trials, go_step))
+        trials = center_out.trials.with_go_step(go_step)
+        return eqx.tree_at(lambda c: c.trials, center_out, trials)
 
     def inputs(self, trial: Trials, goal: Float[Array, "time 2"]) -> Float[Array, "time 3"]:
         """The goal and the go cue (0 before the go step, 1 from it on)."""
@@ -80,14 +81,3 @@ class DelayedReachConfig(ReachConfig):
     def hold(self, trial: Trials) -> Bool[Array, " time"]:
         """The steps before the go cue."""
         return jnp.arange(self.n_steps) < trial.go_step
-
-
-def _with_go(trials: Trials, go_step: Array) -> Trials:
-    return Trials(
-        trials.init_pos,
-        trials.init_vel,
-        trials.goal_pos,
-        trials.perturbations,
-        trials.params,
-        go_step.astype(jnp.int32),
-    )

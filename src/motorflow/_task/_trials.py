@@ -47,6 +47,17 @@ class Trials(eqx.Module):
             self.go_step,
         )
 
+    def with_go_step(self, go_step: Int[Array, "*trials"]) -> Trials:
+        """These trials with the go cue at `go_step` (as int32)."""
+        return Trials(
+            self.init_pos,
+            self.init_vel,
+            self.goal_pos,
+            self.perturbations,
+            self.params,
+            jnp.asarray(go_step, jnp.int32),
+        )
+
 
 class CenterOut(eqx.Module):
     """Evaluation trials laid out around a center, with their labels (dim `trial`).
