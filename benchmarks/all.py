@@ -14,7 +14,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ("train_throughput.py", "multi_device.py", "plants.py", "stage_overhead.py")
+BENCHMARKS = (
+    "train_throughput.py",
+    "multi_device.py",
+    "plants.py",
+    "training_controls.py",
+    "stage_overhead.py",
+)
 
 
 def main() -> int:

@@ -70,8 +70,9 @@ def setup(plant: str, n_replicates: int, batch_size: int, batches_per_call: int)
             "n_replicates": n_replicates,
             "batch_size": batch_size,
             "n_batches": n_batches,
-            "log_every": batches_per_call,
-            "checkpoint_every": batches_per_call,
+            "validation": {"every": batches_per_call},
+            "log": {"every": batches_per_call},
+            "checkpoint": {"every": batches_per_call},
         }
     )
     init_key, trials_key, train_key = jax.random.split(jax.random.key(0), 3)

@@ -137,7 +137,10 @@ def main() -> None:
     trainer = mf.Trainer(ensemble, task, config)
     state = trainer.init(key)
     history = mf.empty_history(
-        list(config.loss.terms), n_batches=1000, n_replicates=5, log_every=100
+        list(config.loss.terms),
+        n_batches=1000,
+        n_replicates=5,
+        validation_steps=list(range(0, 1001, 100)),
     )
     blocking, total = [], []
     with mf.Checkpoints(work / "ckpt", fingerprint={"benchmark": 1}, keep=2) as checkpoints:
@@ -158,7 +161,7 @@ def main() -> None:
             ),
         )
     )
-    history_ds = mf.history_dataset(history, log_every=100)
+    history_ds = mf.history_dataset(history)
     rows.append(
         (
             "write history.zarr",

@@ -48,8 +48,9 @@ def setup(size: dict, batches_per_call: int):
             "n_replicates": size["n_replicates"],
             "batch_size": size["batch_size"],
             "n_batches": n_batches,
-            "log_every": batches_per_call,
-            "checkpoint_every": batches_per_call,
+            "validation": {"every": batches_per_call},
+            "log": {"every": batches_per_call},
+            "checkpoint": {"every": batches_per_call},
         }
     )
     keys = jax.random.split(jax.random.key(0), 3)

@@ -35,8 +35,9 @@ def main() -> None:
             "n_batches": args.n_batches,
             "batch_size": 250,
             "optimizer": {"name": "adam", "learning_rate": 1e-2},
-            "log_every": 100,
-            "checkpoint_every": 1000,
+            "validation": {"every": 100},
+            "log": {"every": 100},
+            "checkpoint": {"every": 1000},
         }
     )
     keys = jax.random.split(jax.random.key(args.seed), 4)
@@ -53,7 +54,7 @@ def main() -> None:
     endpoint_error = np.hypot(*(final.pos - states.goal).transpose("component", ...).values)
     final_speed = np.hypot(*final.vel.transpose("component", ...).values)
     loss = result.history["loss"]["total"].mean(axis=1)
-    steps = mf.validation_steps(config.n_batches, config.log_every)
+    steps = result.history["validation_step"]
     val = result.history["validation"]["total"].mean(axis=1)
     print(f"wall time (train incl. compile): {wall:.1f} s")
     print("batch  mean train loss  mean validation loss (after that many batches)")

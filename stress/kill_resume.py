@@ -38,7 +38,11 @@ def stress_config() -> dict:
     config["tasks"]["reach"]["n_steps"] = 30
     config["models"]["small"]["network"]["hidden_size"] = 16
     config["trainings"]["quick"].update(
-        n_batches=200, batch_size=16, log_every=10, checkpoint_every=20
+        n_batches=200,
+        batch_size=16,
+        validation={"every": 10},
+        log={"every": 10},
+        checkpoint={"every": 20},
     )
     return config
 

@@ -28,8 +28,9 @@ def tiny_train_config(**overrides) -> mf.TrainConfig:
         "n_replicates": 3,
         "n_batches": 40,
         "batch_size": 8,
-        "log_every": 10,
-        "checkpoint_every": 10,
+        "validation": {"every": 10},
+        "log": {"every": 10},
+        "checkpoint": {"every": 10},
     }
     return mf.TrainConfig.from_dict({**base, **overrides})
 

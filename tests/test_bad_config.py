@@ -185,10 +185,20 @@ CASES = {
         "models.small.network.tau",
         ["0.01", "tau >= dt"],
     ),
-    "checkpoint between log steps": (
-        at("trainings.quick.checkpoint_every", 15),
+    "validation beyond the run": (
+        at("trainings.quick.validation", {"at": [5, 5000]}),
+        "trainings.quick.validation.at",
+        ["5000", "beyond the last batch"],
+    ),
+    "cadence key of before schedules": (
+        at("trainings.quick.checkpoint_every", 10),
         "trainings.quick.checkpoint_every",
-        ["15", "multiple of log_every"],
+        ["checkpoint: {every: N}"],
+    ),
+    "wall-time validation": (
+        at("trainings.quick.validation", {"seconds": 60}),
+        "trainings.quick.validation.seconds",
+        ["never an action whose results"],
     ),
     "inverted workspace": (
         at("tasks.reach.workspace", [[1, 1], [-1, -1]]),

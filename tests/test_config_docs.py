@@ -35,6 +35,7 @@ def pattern(row: str) -> str:
         re.escape(row)
         .replace(re.escape("<term>"), "[a-z_]+")
         .replace(re.escape("<name>"), "[A-Za-z0-9_-]+")
+        .replace(re.escape("<schedule>"), "(validation|log|checkpoint)")
     )
 
 

@@ -25,7 +25,7 @@ def one_experiment_config() -> dict:
     config = tiny_config()
     del config["experiments"]["noisy"]
     del config["protocols"]  # it draws 'noisy'
-    config["trainings"]["quick"].update(n_batches=40, checkpoint_every=10)
+    config["trainings"]["quick"].update(n_batches=40, checkpoint={"every": 10})
     return config
 
 

@@ -147,7 +147,17 @@ CORPUS = {
     "decay steps": (at("trainings.quick.optimizer.schedule.decay_steps", 10), TRAIN),
     "loss weight": (at("trainings.quick.loss.effort.weight", 0.1), TRAIN),
     "loss discount": (at("trainings.quick.loss.position.discount_power", 2), TRAIN),
-    "log cadence": (at("trainings.quick.log_every", 5), TRAIN),
+    "validation cadence": (at("trainings.quick.validation", {"every": 5}), TRAIN),
+    "validation at given batches": (at("trainings.quick.validation", {"at": [3, 7]}), TRAIN),
+    "validation dense early": (
+        at("trainings.quick.validation", {"first": 2, "exponential": {"start": 3}, "times": 2}),
+        TRAIN,
+    ),
+    "log cadence": (at("trainings.quick.log", {"every": 5, "seconds": 2}), NOTHING),
+    "log at batches": (
+        at("trainings.quick.log", {"at": [3], "first": 1, "exponential": {}, "times": 2}),
+        NOTHING,
+    ),
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
     # a chain: the child's own settings say where it starts (its input, the parent's
     # model, reruns it whenever the parent reruns)
@@ -187,7 +197,14 @@ CORPUS = {
     "figure format": (at("figures.format", "pdf"), FIGURES),
     "library code tracked": (at("track_code", True), jobs("train", "evaluate")),
     # what cannot change results reruns nothing
-    "checkpoint cadence": (at("trainings.quick.checkpoint_every", 20), NOTHING),
+    "checkpoint cadence": (at("trainings.quick.checkpoint", {"times": 2}), NOTHING),
+    "checkpoints by time": (
+        at(
+            "trainings.quick.checkpoint",
+            {"at": [4], "first": 1, "exponential": {"factor": 3}, "seconds": 5},
+        ),
+        NOTHING,
+    ),
     "checkpoint retention": (at("trainings.quick.keep_checkpoints", 5), NOTHING),
     "cache directory": (at("jax_cache_dir", "elsewhere/cache"), NOTHING),
     "train resources": (at("resources.train", {"threads": 1, "mem_mb": 999}), NOTHING),
@@ -263,7 +280,9 @@ def test_the_corpus_edits_every_setting_of_every_block():
     every = set(base["quiet"])
     # One weight and one discount stand for every loss term.
     every = {key for key in every if not key.startswith("train.loss.") or key in edited}
-    assert not every - edited, f"settings no corpus edit touches: {sorted(every - edited)}"
+    # An unset block (null) is edited by setting any key inside it.
+    untouched = {key for key in every - edited if not any(e.startswith(f"{key}.") for e in edited)}
+    assert not untouched, f"settings no corpus edit touches: {sorted(untouched)}"
 
 
 def test_the_dry_run_reason_names_only_the_changed_setting():

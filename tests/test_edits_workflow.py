@@ -50,8 +50,9 @@ BASE = {
             "n_replicates": 2,
             "n_batches": 10,
             "batch_size": 4,
-            "log_every": 5,
-            "checkpoint_every": 5,
+            "validation": {"every": 5},
+            "log": {"every": 5},
+            "checkpoint": {"every": 5},
         }
     },
     "experiments": {
@@ -116,7 +117,8 @@ def edited_config(jax_cache: Path) -> dict:
         config["experiments"][name]["override"] = override
     config["experiments"]["seed"]["seed"] = 7
     # Settings that cannot change results: nothing reruns for them.
-    config["trainings"]["short"]["checkpoint_every"] = 10
+    config["trainings"]["short"]["checkpoint"] = {"every": 10, "seconds": 1}
+    config["trainings"]["short"]["log"] = {"first": 3, "exponential": {"start": 2}}
     config["trainings"]["short"]["keep_checkpoints"] = 1
     config["jax_cache_dir"] = str(jax_cache)
     config["resources"]["evaluate"] = {"mem_mb": 1500}
@@ -196,7 +198,8 @@ def test_the_dry_run_reason_names_the_changed_settings(edited):
     *_, reason = edited
     assert "before: 'model.feedback.delay=1' now: 'model.feedback.delay=2'" in reason
     assert "model.plant.mass=1.5" in reason
-    assert "checkpoint_every" not in reason and "jax_cache" not in reason
+    assert "training.checkpoint" not in reason and "training.log" not in reason
+    assert "jax_cache" not in reason
 
 
 def test_every_rerun_output_equals_a_fresh_run_of_the_edited_config(edited, tmp_path):

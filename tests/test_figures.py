@@ -47,7 +47,10 @@ def states() -> xr.Dataset:
 def history(terms=("position", "effort"), *, n_replicates=2, batches_run=20) -> xr.Dataset:
     """A history whose first `batches_run` batches ran, with positive losses."""
     arrays = mf.empty_history(
-        list(terms), n_batches=N_BATCHES, n_replicates=n_replicates, log_every=LOG_EVERY
+        list(terms),
+        n_batches=N_BATCHES,
+        n_replicates=n_replicates,
+        validation_steps=np.r_[0:N_BATCHES:LOG_EVERY, N_BATCHES],
     )
     rng = np.random.default_rng(0)
     for name in arrays["loss"]:
@@ -55,7 +58,7 @@ def history(terms=("position", "effort"), *, n_replicates=2, batches_run=20) -> 
         n_measured = batches_run // LOG_EVERY + 1
         arrays["validation"][name][:n_measured] = rng.uniform(0.1, 1.0, (n_measured, n_replicates))
     arrays["learning_rate"][:batches_run] = 1e-3
-    return mf.history_dataset(arrays, log_every=LOG_EVERY)
+    return mf.history_dataset(arrays)
 
 
 def panels(fig: Figure) -> list:

@@ -200,7 +200,14 @@ def test_training_trials_carry_the_tasks_perturbations_and_train():
     model = tiny_model_config()
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=2, key=jax.random.key(1))
     train = mf.TrainConfig.from_dict(
-        {"n_replicates": 2, "n_batches": 3, "batch_size": 5, "log_every": 3, "checkpoint_every": 3}
+        {
+            "n_replicates": 2,
+            "n_batches": 3,
+            "batch_size": 5,
+            "validation": {"every": 3},
+            "log": {"every": 3},
+            "checkpoint": {"every": 3},
+        }
     )
     result = mf.train(ensemble, trials, task, train, key=jax.random.key(2), progress=False)
     assert np.isfinite(result.history["loss"]["total"]).all()

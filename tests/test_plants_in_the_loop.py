@@ -81,8 +81,9 @@ def test_a_short_run_teaches_an_arm_to_reach(kind):
             "n_replicates": 2,
             "n_batches": 60,
             "batch_size": 8,
-            "log_every": 20,
-            "checkpoint_every": 20,
+            "validation": {"every": 20},
+            "log": {"every": 20},
+            "checkpoint": {"every": 20},
             "optimizer": {"learning_rate": 0.05},
         }
     )

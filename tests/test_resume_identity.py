@@ -25,7 +25,14 @@ def train_model(model_edit, directory=None, seed=3, **kwargs):
     model = mf.ModelConfig.from_dict(_merge(BASE_MODEL, model_edit))
     task = tiny_task(n_steps=10)
     config = mf.TrainConfig.from_dict(
-        {"n_replicates": 2, "n_batches": 10, "batch_size": 4, "log_every": 5, "checkpoint_every": 5}
+        {
+            "n_replicates": 2,
+            "n_batches": 10,
+            "batch_size": 4,
+            "validation": {"every": 5},
+            "log": {"every": 5},
+            "checkpoint": {"every": 5},
+        }
     )
     keys = jax.random.split(jax.random.key(seed), 3)
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=task.n_inputs, key=keys[0])
@@ -99,7 +106,7 @@ def test_a_run_never_resumes_the_checkpoints_of_another_setting(tmp_path, settin
 def test_checkpoint_cadence_is_not_part_of_the_run_identity():
     ensemble, trials, task, config, key = _setup({})
     cadence = mf.TrainConfig.from_dict(
-        {**config.to_dict(), "checkpoint_every": 500, "keep_checkpoints": 7}
+        {**config.to_dict(), "checkpoint": {"every": 500}, "keep_checkpoints": 7}
     )
     assert mf.run_id(mf.run_fingerprint(ensemble, trials, task, config, key=key)) == mf.run_id(
         mf.run_fingerprint(ensemble, trials, task, cadence, key=key)

@@ -117,7 +117,13 @@ def test_a_trained_network_waits_for_the_go_cue_and_then_reaches():
         {"network": {"hidden_size": 32}, "feedback": {"noise_std": 0.01}}
     )
     train = mf.TrainConfig.from_dict(
-        {"n_replicates": 1, "n_batches": 400, "batch_size": 64, "log_every": 100}
+        {
+            "n_replicates": 1,
+            "n_batches": 400,
+            "batch_size": 64,
+            "validation": {"every": 100},
+            "log": {"every": 100},
+        }
     )
     keys = mf.experiment_keys(0)
     ensemble = mf.make_ensemble(model, n_replicates=1, n_task_inputs=3, key=keys["init"])

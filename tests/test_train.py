@@ -1,3 +1,5 @@
+import logging
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -21,7 +23,13 @@ def interrupt_at(batch):
 
 
 def test_a_short_run_lowers_training_and_validation_loss(tiny):
-    setup = tiny(n_batches=60, log_every=20, checkpoint_every=20, optimizer={"learning_rate": 0.05})
+    setup = tiny(
+        n_batches=60,
+        validation={"every": 20},
+        log={"every": 20},
+        checkpoint={"every": 20},
+        optimizer={"learning_rate": 0.05},
+    )
     result = setup.train()
     loss = result.history["loss"]["total"]
     assert np.isfinite(loss).all()
@@ -49,7 +57,7 @@ def test_history_records_every_term_per_batch_and_replicate(tiny):
     weights = {name: term.weight for name, term in setup.config.loss.terms.items()}
     recombined = sum(weights[name] * history["loss"][name] for name in weights)
     np.testing.assert_allclose(recombined, history["loss"]["total"], rtol=1e-5)
-    dataset = mf.history_dataset(history, log_every=10)
+    dataset = mf.history_dataset(history)
     assert dataset.loss.dims == ("term", "batch", "replicate")
     assert list(dataset.validation_step.values) == [0, 10, 20, 30, 40]
 
@@ -64,12 +72,15 @@ def test_leaves_outside_the_trainable_subset_stay_bit_identical(tiny):
     assert not np.array_equal(trained.network.readout.weight, setup.ensemble.network.readout.weight)
 
 
-@pytest.mark.parametrize("checkpoint_every", [10, 20])
-def test_resuming_after_interruptions_equals_an_uninterrupted_run(tiny, tmp_path, checkpoint_every):
-    setup = tiny(checkpoint_every=checkpoint_every)
+@pytest.mark.parametrize(
+    "checkpoint",
+    [{"every": 10}, {"every": 20}, {"exponential": {"start": 3, "factor": 2}, "seconds": 0.01}],
+)
+def test_resuming_after_interruptions_equals_an_uninterrupted_run(tiny, tmp_path, checkpoint):
+    setup = tiny(checkpoint=checkpoint)
     reference = setup.train()
     directory = tmp_path / "checkpoints"
-    # Interrupted at 10 and 30 batches; with checkpoint_every=20 the interruption at
+    # Interrupted at 10 and 30 batches; with checkpoint={"every": 20} the interruption at
     # 30 loses the chunk since the checkpoint at 20, which must be recomputed exactly.
     for batch in (10, 30):
         with pytest.raises(Interrupt):
@@ -198,7 +209,12 @@ def test_replicates_trained_as_one_batch_match_replicates_trained_in_turn(tiny, 
 def test_a_non_finite_validation_loss_stops_training_before_its_checkpoint(tiny, tmp_path):
     # A huge step leaves the parameters finite but the next rollouts infinite: the
     # training loss before the update was finite, so only the validation loss shows it.
-    setup = tiny(optimizer={"name": "sgd", "learning_rate": 1e38}, log_every=1, checkpoint_every=1)
+    setup = tiny(
+        optimizer={"name": "sgd", "learning_rate": 1e38},
+        validation={"every": 1},
+        log={"every": 1},
+        checkpoint={"every": 1},
+    )
     with pytest.raises(mf.NonFiniteLossError) as error:
         setup.train(checkpoint_dir=tmp_path)
     assert error.value.what == "validation loss" and error.value.batch == 1
@@ -216,3 +232,22 @@ def test_non_finite_parameters_are_found_per_replicate(tiny):
     weight = params.network.readout.weight.at[1, 0, 0].set(jnp.nan)
     broken = eqx.tree_at(lambda p: p.network.readout.weight, params, weight)
     assert np.asarray(trainer.finite_params(broken)).tolist() == [True, False, True]
+
+
+def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, caplog):
+    setup = tiny()
+    with caplog.at_level(logging.INFO, logger="motorflow"):
+        record = setup.train().record
+    one_replicate = mf.take_replicate(eqx.filter(setup.ensemble.network, eqx.is_array), 0)
+    sizes = {entry["size"] for entry in record["parameters"].values()}
+    assert sum(e["size"] for e in record["parameters"].values()) == sum(
+        x.size for x in jax.tree.leaves(one_replicate)
+    )
+    assert record["parameters"]["network.cell.gru.weight_hh"]["shape"] == [24, 8]  # GRU: 3 gates
+    assert min(sizes) > 0 and record["devices"] and record["versions"]["jax"] == jax.__version__
+    timing = record["timing"]
+    # Four calls of 10 batches; the first compiled and is left out of the step times.
+    assert timing["timed_batches"] == 30 and timing["compile_seconds"] > 0
+    assert 0 < timing["seconds_per_batch_p10"] <= timing["seconds_per_batch_median"]
+    assert timing["seconds_per_batch_median"] <= timing["seconds_per_batch_p90"]
+    assert "seconds per batch: median" in caplog.text

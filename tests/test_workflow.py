@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pandas as pd
 import pytest
@@ -66,6 +67,15 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         assert history.loss.dims == ("term", "batch", "replicate")
         assert history.sizes["batch"] == 20 and np.isfinite(history.loss.values).all()
         assert list(history.validation_step.values) == [0, 10, 20]
+        record = json.loads(history.attrs["run_record"])
+        assert record["backend"] == "cpu" and record["devices"]
+        assert record["parameters"]["network.readout.weight"]["shape"] == [2, 8]
+        assert record["versions"]["jax"] == jax.__version__
+        timing = record["timing"]
+        assert 0 < timing["seconds_per_batch_p10"] <= timing["seconds_per_batch_median"]
+        assert timing["seconds_per_batch_median"] <= timing["seconds_per_batch_p90"]
+        log = (results / "logs" / "train" / f"{experiment}.log").read_text()
+        assert "seconds per batch: median" in log and "trainable parameters per replicate" in log
 
         metrics = xr.open_zarr(results / experiment / "metrics.zarr", consolidated=False)
         assert metrics.endpoint_error.dims == ("replicate", "condition", "trial")

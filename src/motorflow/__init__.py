@@ -37,7 +37,7 @@ from ._figures import (
     plot_trajectories,
     protocol_summary,
 )
-from ._history import empty_history, history_dataset, validation_steps
+from ._history import empty_history, history_dataset
 from ._identity import canonical_json, code_version, tree_digest
 from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
 from ._job_settings import (
@@ -67,6 +67,7 @@ from ._perturb import (
     draw_params,
     total_effects,
 )
+from ._plan import TrainingPlan
 from ._plant import (
     PLANTS,
     AbstractPlant,
@@ -78,7 +79,9 @@ from ._plant import (
     PointMassConfig,
     TwoLinkArm,
 )
+from ._preemption import TrainingPreempted
 from ._runtime import enable_compilation_cache, stage_logging
+from ._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
 from ._stages import (
     arm_figure,
     comparison_figure,
@@ -138,6 +141,7 @@ __all__ = [
     "AbstractPerturbation",
     "AbstractPlant",
     "ArmConfig",
+    "BatchSchedule",
     "CenterOut",
     "CenterOutConfig",
     "CenterOutTaskConfig",
@@ -151,6 +155,7 @@ __all__ = [
     "Effects",
     "EvaluationConfig",
     "Experiment",
+    "ExponentialSpacing",
     "FeedbackChannel",
     "FeedbackConfig",
     "FeedbackOffset",
@@ -180,10 +185,13 @@ __all__ = [
     "Targets",
     "Task",
     "TaskConfig",
+    "TimedSchedule",
     "TrainConfig",
     "TrainResult",
     "TrainState",
     "Trainer",
+    "TrainingPlan",
+    "TrainingPreempted",
     "TrialGeometry",
     "Trials",
     "TwoLinkArm",
@@ -261,7 +269,6 @@ __all__ = [
     "tree_digest",
     "trials_dataset",
     "use_devices",
-    "validation_steps",
     "visible_gpus",
     "write_dataset",
     "write_trials",

@@ -8,7 +8,7 @@ The workflow's JSON Schema is generated from these classes (`config_json_schema`
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -24,6 +24,7 @@ from ._config_base import (
     plain,
 )
 from ._plant import AnyPlantConfig, PointMassConfig
+from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
 
 CELLS = ("gru", "rnn", "leaky")
@@ -133,8 +134,9 @@ class OptimizerConfig(Block):
     schedule: ScheduleConfig = ScheduleConfig()
 
 
-# Training keys that shape only the resume state (checkpoints), never the results.
-RESUME_ONLY_KEYS = ("checkpoint_every", "keep_checkpoints")
+# Training keys that shape only the resume state (checkpoints) and the log, never the
+# results.
+RESUME_ONLY_KEYS = ("checkpoint", "keep_checkpoints", "log")
 # Trainable parts are dotted attribute paths into the model.
 TRAINABLE_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
 
@@ -143,11 +145,18 @@ class TrainConfig(Block):
     """How an ensemble trains.
 
     `trainable` lists paths into the model (``network``, ``network.readout``, ...).
-    Every `log_every` batches the validation loss is measured and logged; that is
-    also the number of batches run per compiled call. A checkpoint is written every
-    `checkpoint_every` batches (a multiple of `log_every`), keeping the newest
-    `keep_checkpoints` plus the best by validation loss.
+    Three schedules (see :mod:`motorflow._schedule`) say when the validation loss is
+    measured (`validation`, also before the first batch and after the last), when a
+    log line is written (`log`) and when a checkpoint is (`checkpoint`, also after
+    the last batch), keeping the newest `keep_checkpoints` plus the best by
+    validation loss.
     """
+
+    key_hints: ClassVar[dict[str, str]] = {
+        "log_every": "replaced by validation: {every: N} (when the validation loss is "
+        "measured) and log: {every: N} (when a log line is written)",
+        "checkpoint_every": "replaced by checkpoint: {every: N}",
+    }
 
     n_replicates: PositiveInt = 5
     n_batches: PositiveInt = 1000
@@ -158,21 +167,20 @@ class TrainConfig(Block):
     )
     optimizer: OptimizerConfig = OptimizerConfig()
     loss: LossConfig = LossConfig()
-    log_every: PositiveInt = 100
-    checkpoint_every: PositiveInt = 100
+    validation: BatchSchedule = BatchSchedule(every=100)
+    log: TimedSchedule = TimedSchedule(every=100)
+    checkpoint: TimedSchedule = TimedSchedule(every=100)
     keep_checkpoints: PositiveInt = 2
 
     @model_validator(mode="after")
-    def _checkpoints_on_log_steps(self) -> TrainConfig:
-        if self.checkpoint_every % self.log_every:
-            raise ConfigError(
-                "checkpoint_every",
-                f"must be a multiple of log_every ({self.log_every}), got {self.checkpoint_every}",
-            )
+    def _schedules_within_the_run(self) -> TrainConfig:
+        for name in ("validation", "log", "checkpoint"):
+            getattr(self, name).check_batches(self.n_batches, name)
         return self
 
     def result_settings(self) -> dict[str, Any]:
-        """`to_dict` without the keys that shape only the resume state (`RESUME_ONLY_KEYS`)."""
+        """`to_dict` without the keys that shape only the resume state and the log
+        (`RESUME_ONLY_KEYS`)."""
         settings = self.to_dict()
         for name in RESUME_ONLY_KEYS:
             settings.pop(name)

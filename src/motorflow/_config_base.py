@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Self, Union
+from typing import Annotated, Any, ClassVar, Self, Union
 
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
@@ -68,13 +68,33 @@ def _same_kind(old: Any, new: Any) -> bool:
     )
 
 
+def _merges_over(current: Any, value: Any) -> bool:
+    """Whether `value` is merged over the block `current` (else it replaces it)."""
+    return (
+        isinstance(current, Block)
+        and not current.replaced_whole
+        and _same_kind(current.to_dict(), value)
+    )
+
+
+def over_block(block: Block, value: Mapping[str, Any], path: str = "", cls: Any = None) -> Block:
+    """`value` merged over `block` (an override), read by `cls` (default: `block`'s
+    type). A `value` naming another ``kind`` replaces the block whole."""
+    merged = (
+        _over_block(block, value)
+        if _same_kind(block.to_dict(), value)
+        else copy.deepcopy(dict(value))
+    )
+    return (cls or type(block)).from_dict(merged, path)
+
+
 def _over_block(block: Block, value: Mapping[str, Any]) -> dict[str, Any]:
     """`value` over the settings of `block`, descending only into sub-blocks: a mapping
     of names (e.g. evaluation conditions) is replaced whole, never merged."""
     merged = block.to_dict()
     for key, item in value.items():
         current = getattr(block, key, None) if isinstance(key, str) else None
-        if isinstance(current, Block) and _same_kind(current.to_dict(), item):
+        if _merges_over(current, item):
             merged[key] = _over_block(current, item)
         else:
             merged[key] = copy.deepcopy(item)
@@ -85,6 +105,12 @@ class Block(BaseModel):
     """A frozen config block: parsed with :meth:`from_dict`, dumped with :meth:`to_dict`."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    # Keys this block does not take, with what to write instead (renamed keys,
+    # keys that belong elsewhere): the unknown-key error says it.
+    key_hints: ClassVar[dict[str, str]] = {}
+    # A block given in a config replaces this one whole rather than being merged over
+    # it (a schedule: `{at: [5]}` means only batch 5, not batch 5 as well).
+    replaced_whole: ClassVar[bool] = False
 
     @model_validator(mode="before")
     @classmethod
@@ -94,15 +120,18 @@ class Block(BaseModel):
         allowed = list(cls.model_fields)
         for key in data:
             if key not in allowed:
+                hint = cls.key_hints.get(key) if isinstance(key, str) else None
                 raise ConfigError(
-                    str(key), f"unknown key {key!r}; allowed keys here: {', '.join(allowed)}"
+                    str(key),
+                    f"unknown key {key!r}"
+                    + (f": {hint}" if hint else f"; allowed keys here: {', '.join(allowed)}"),
                 )
         # A partial sub-block keeps its field's documented default for every key it
         # does not name (e.g. loss.position.discount_power when only weight is given).
         merged = dict(data)
         for name, field in cls.model_fields.items():
             default, value = field.default, data.get(name)
-            if isinstance(default, Block) and _same_kind(default.to_dict(), value):
+            if _merges_over(default, value):
                 merged[name] = _over_block(default, value)
         return merged
 

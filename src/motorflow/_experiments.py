@@ -21,7 +21,7 @@ import jax
 import pydantic
 
 from ._config import ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
-from ._config_base import ConfigError, config_error, merge_settings
+from ._config_base import ConfigError, config_error, merge_settings, over_block
 from ._ensemble import build_model, make_ensemble
 from ._identity import canonical_json, json_digest
 from ._task import Task
@@ -213,8 +213,9 @@ def _resolve_one(
         if override is None:
             blocks[block] = defined[reference]
         else:
-            merged = merge_settings(defined[reference].to_dict(), override)
-            blocks[block] = cls.from_dict(merged, f"{path}.override.{block}")
+            blocks[block] = over_block(
+                defined[reference], override, f"{path}.override.{block}", cls
+            )
     check_model_fits_task(blocks["model"], blocks["task"], path)
     _check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
     _check_trial_specs_fit(blocks["task"], blocks["training"], path)

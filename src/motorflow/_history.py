@@ -10,13 +10,8 @@ import xarray as xr
 History = dict[str, dict[str, np.ndarray] | np.ndarray]
 
 
-def validation_steps(n_batches: int, log_every: int) -> np.ndarray:
-    """Batches after which the validation loss is measured: 0, log_every, ..., n_batches."""
-    return np.unique(np.r_[np.arange(0, n_batches, log_every), n_batches]).astype(np.int64)
-
-
 def empty_history(
-    terms: Sequence[str], *, n_batches: int, n_replicates: int, log_every: int
+    terms: Sequence[str], *, n_batches: int, n_replicates: int, validation_steps: Sequence[int]
 ) -> History:
     """History arrays filled with NaN until their batch has run.
 
@@ -25,9 +20,10 @@ def empty_history(
     - ``learning_rate``: `(batch,)`.
     - ``validation[term]`` and ``validation["total"]``: `(validation_step, replicate)`,
       loss on the validation set after ``validation_step`` batches.
+    - ``validation_step``: those batch counts (0 is before the first batch).
     """
     names = [*terms, "total"]
-    n_val = len(validation_steps(n_batches, log_every))
+    n_val = len(validation_steps)
 
     def filled(*shape):
         return np.full(shape, np.nan, np.float32)
@@ -36,10 +32,11 @@ def empty_history(
         "loss": {name: filled(n_batches, n_replicates) for name in names},
         "learning_rate": filled(n_batches),
         "validation": {name: filled(n_val, n_replicates) for name in names},
+        "validation_step": np.asarray(validation_steps, np.int64),
     }
 
 
-def history_dataset(history: History, *, log_every: int, attrs: dict | None = None) -> xr.Dataset:
+def history_dataset(history: History, *, attrs: dict | None = None) -> xr.Dataset:
     """The history as a Dataset.
 
     Variables ``loss (term, batch, replicate)``, ``learning_rate (batch)`` and
@@ -65,7 +62,7 @@ def history_dataset(history: History, *, log_every: int, attrs: dict | None = No
             "term": term_coord,
             "batch": np.arange(n_batches),
             "replicate": np.arange(n_replicates),
-            "validation_step": validation_steps(n_batches, log_every),
+            "validation_step": np.asarray(history["validation_step"]),
         },
         attrs=attrs or {},
     )

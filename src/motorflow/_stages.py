@@ -152,9 +152,14 @@ def train_experiment(
     )
     history = history_dataset(
         result.history,
-        log_every=experiment.train.log_every,
-        # What the result depends on, so the store is the same whatever the cadence.
-        attrs=json_attrs({"experiment": {"name": experiment.name, **experiment.train_settings()}}),
+        attrs=json_attrs(
+            {
+                # What the result depends on, so the store is the same whatever the cadence;
+                "experiment": {"name": experiment.name, **experiment.train_settings()},
+                # and how this run made it (machine, times), which differs between runs.
+                "run_record": result.record,
+            }
+        ),
     )
     write_dataset(history, history_path)
     save_ensemble(

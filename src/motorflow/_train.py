@@ -1,14 +1,16 @@
 """Training an ensemble: pure init/chunk/validate functions and the resumable driver.
 
 All replicates train in one compiled program: a `lax.scan` over a chunk of
-`log_every` batches of a `vmap` over replicates. Between chunks the driver
-records history, measures the validation loss, logs, and checkpoints.
+batches of a map over replicates. Between chunks the driver records history and,
+on their schedules (:class:`TrainingPlan`), measures the validation loss, logs and
+checkpoints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from ._checkpoint import Checkpoints, CheckpointStore
@@ -24,10 +26,13 @@ from ._config import TrainConfig
 from ._ensemble import n_replicates
 from ._episode import run_trials
 from ._faults import kill_point
-from ._history import History, empty_history, validation_steps
+from ._history import History, empty_history
 from ._identity import code_version, json_digest, tree_digest
 from ._losses import loss_terms, total_loss
 from ._optim import learning_rate_schedule, make_optimizer
+from ._plan import TrainingPlan
+from ._preemption import PreemptionWatch, TrainingPreempted
+from ._run_record import StepTimer, describe_record, environment, parameter_table
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
 from ._trainable import trainable_filter
@@ -53,12 +58,14 @@ class TrainState(eqx.Module):
 
 
 class TrainResult(eqx.Module):
-    """The trained ensemble, its history, the final train state and the run's identity."""
+    """The trained ensemble, its history, the final train state, the run's identity and
+    its record (parameters, machine, versions, step times: :mod:`motorflow._run_record`)."""
 
     ensemble: Any
     history: History
     state: TrainState
     run_id: str = eqx.field(static=True)
+    record: dict = eqx.field(static=True, default_factory=dict)
 
 
 class NonFiniteLossError(RuntimeError):
@@ -189,30 +196,51 @@ class Trainer:
             params, opt_state, frozen, trials, keys
         )
 
-    def _chunk(self, state: TrainState, trials: Trials, batch_index: Int[Array, " chunk"]):
-        """Train on consecutive batches; `trials` leaves are `(chunk, replicate, trial, ...)`.
+    def _chunk(
+        self,
+        state: TrainState,
+        trials: Trials,
+        batch_index: Int[Array, " chunk"],
+        active: Bool[Array, " chunk"] | None = None,
+    ):
+        """Train on the consecutive batches `batch_index` whose `active` flag is set (the
+        rest of a chunk is skipped; None: all); `trials` leaves are
+        `(chunk, replicate, trial, ...)`.
 
         Returns the new state, the losses per term `(chunk, replicate)` and the
-        learning rates `(chunk,)`.
+        learning rates `(chunk,)`, NaN at skipped steps.
         """
 
         spread, frozen = self.layout.spread, self.layout.spread(self.frozen)
         if not self.config.shared_trials:
             trials = spread(trials, axis=1)
+        if active is None:
+            active = jnp.ones(batch_index.shape, bool)
 
-        def body(carry, xs):
+        def step(carry, batch_trials, batch):
             params, opt_state = carry
-            batch_trials, batch = xs
             params, opt_state, losses = self._update(
                 params, opt_state, frozen, batch_trials, jax.random.fold_in(state.key, batch)
             )
             return (params, opt_state), (losses, self.schedule(batch))
 
+        def body(carry, xs):
+            batch_trials, batch, is_active = xs
+
+            def skip(carry, batch_trials, batch):
+                outputs = jax.eval_shape(step, carry, batch_trials, batch)[1]
+                return carry, jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), outputs)
+
+            return jax.lax.cond(is_active, step, skip, carry, batch_trials, batch)
+
         (params, opt_state), (losses, lr) = jax.lax.scan(
-            body, (spread(state.params), spread(state.opt_state)), (trials, batch_index)
+            body,
+            (spread(state.params), spread(state.opt_state)),
+            (trials, batch_index, active),
         )
         params, opt_state = self.layout.gather((params, opt_state))
-        new_state = TrainState(params, opt_state, state.step + batch_index.shape[0], state.key)
+        n_done = jnp.sum(active, dtype=state.step.dtype)
+        new_state = TrainState(params, opt_state, state.step + n_done, state.key)
         return new_state, self.layout.gather(losses, axis=1), lr
 
     def _validate(self, params, trials: Trials, key):
@@ -321,29 +349,32 @@ def train(
     - `trials`: training trial specs, dims `(replicate, batch, trial)` (replicate of
       size 1 with ``shared_trials``), as made by :meth:`Task.training_trials`.
     - `task`: the task (inputs, validation set).
-    - `config`: the training config.
+    - `config`: the training config; its schedules say when to validate, log and
+      checkpoint (:class:`TrainingPlan`).
     - `key`: seeds the per-batch noise and the validation noise.
-    - `checkpoint_dir`: a :class:`CheckpointStore` to checkpoint into (every
-      ``checkpoint_every`` batches and at the end) and resume from; None trains
+    - `checkpoint_dir`: a :class:`CheckpointStore` to checkpoint into (on the
+      ``checkpoint`` schedule and at the end) and resume from; None trains
       without checkpoints. Only checkpoints of the identical run (same
       :func:`run_fingerprint`) are resumed; those of other runs are kept there for
       a while and never applied to this one.
     - `validation`: the validation set; by default the task's center-out set under
       its training perturbations (:meth:`Task.validation_set`).
     - `progress`: show a progress bar.
-    - `on_log`: called after each validation step (and its checkpoint, if any) with
+    - `on_log`: called after each compiled call (and its checkpoint, if any) with
       the number of batches done and the history so far.
     - `restart`: discard this run's checkpoints and train from the first batch.
     - `initial_opt_state`: start from this optimizer state (one per replicate, as
       :attr:`TrainState.opt_state`) rather than a fresh one: continue a training.
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
-    Raises :class:`NonFiniteLossError` when a loss or a parameter becomes NaN/inf;
+    SIGTERM or SIGUSR1 (in the main thread) make it checkpoint after the running
+    compiled call and raise :class:`TrainingPreempted`. Raises :class:`NonFiniteLossError` when a loss or a parameter becomes NaN/inf;
     nothing is checkpointed from a non-finite state and the newest checkpoint before
     it is kept.
     """
     _check_trials(trials, config, task)
     trainer = Trainer(ensemble, task, config)
+    plan = TrainingPlan(config)
     noise_key, validation_key = jax.random.split(key)
     state = trainer.init(noise_key)
     if initial_opt_state is not None:
@@ -352,11 +383,10 @@ def train(
         list(config.loss.terms),
         n_batches=config.n_batches,
         n_replicates=config.n_replicates,
-        log_every=config.log_every,
+        validation_steps=plan.validate,
     )
     host_trials = jax.tree.map(np.asarray, trials)
     validation_trials = _validation_trials(task, validation, key)
-    steps = validation_steps(config.n_batches, config.log_every)
     fingerprint = run_fingerprint(
         ensemble,
         host_trials,
@@ -367,49 +397,16 @@ def train(
         initial_opt_state=initial_opt_state,
     )
     identity = run_id(fingerprint)
-    checkpoints = None
-    if checkpoint_dir is not None:
-        store = CheckpointStore(checkpoint_dir)
-        others = [run for run in store.runs() if run != identity[:16]]
-        if others:
-            logger.info(
-                "%s holds the checkpoints of %d other configuration(s); they are kept "
-                "(for reverting an edit) and never applied to this one.",
-                store.directory,
-                len(others),
-            )
-        checkpoints = store.open(
-            identity, fingerprint=fingerprint, keep=config.keep_checkpoints, fresh=restart
-        )
-    try:
-        done = 0
-        restored = (
-            checkpoints.restore_newest(state_like=state, history_like=history)
-            if checkpoints is not None
-            else None
-        )
-        if restored is not None:
-            _, state, restored_history = restored
-            # Restored mappings come back in sorted key order; keep the loss terms' order.
-            history = _in_order_of(history, restored_history)
-            done = int(state.step)
-            if done == config.n_batches:
-                logger.info(
-                    "This configuration finished training earlier (checkpoint at batch %d in "
-                    "%s); its results are written without training again.",
-                    done,
-                    checkpoints.directory,
-                )
-            else:
-                logger.info(
-                    "Resuming from the checkpoint at batch %d in %s", done, checkpoints.directory
-                )
-        elif checkpoints is not None:
-            logger.info(
-                "Training from the first batch; checkpoints go to %s", checkpoints.directory
-            )
+    record = {"parameters": parameter_table(trainer.initial_params), **environment()}
+    checkpoints = _open_checkpoints(checkpoint_dir, identity, fingerprint, config, restart)
+    with StepTimer() as timer, PreemptionWatch() as preemption, _closing(checkpoints):
+        done, state, history = _resume(checkpoints, state, history, config)
+        record["resumed_from_batch"] = done
+        logger.info("Run record:\n%s", describe_record(record))
+        validate, run_chunk = trainer.validate, trainer.run_chunk
+        last_validation = np.nan
         if done == 0:
-            initial = trainer.validate(state.params, validation_trials, validation_key)
+            initial = validate(state.params, validation_trials, validation_key)
             _raise_if_non_finite(
                 jax.tree.map(lambda v: np.asarray(v)[None], initial),
                 0,
@@ -421,61 +418,140 @@ def train(
             total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
         )
         with bar:
-            for start in range(done, config.n_batches, config.log_every):
-                stop = min(start + config.log_every, config.n_batches)
+            for start, stop in plan.chunks(done):
                 kill_point("chunk")
-                new_state, losses, lr = trainer.run_chunk(
-                    trainer.layout.place(state),
-                    _batches(host_trials, start, stop),
-                    jnp.arange(start, stop),
-                )
-                losses = jax.tree.map(np.asarray, losses)
+                with timer.chunk(stop - start):
+                    new_state, losses, lr = run_chunk(
+                        trainer.layout.place(state), *_chunk_inputs(host_trials, start, stop, plan)
+                    )
+                    losses = {k: np.asarray(v)[: stop - start] for k, v in losses.items()}
                 _raise_if_non_finite(losses, start, checkpoints)
                 _raise_if_non_finite_params(
                     np.asarray(trainer.finite_params(new_state.params)), stop - 1, checkpoints
                 )
-                val_losses = jax.tree.map(
-                    np.asarray,
-                    trainer.validate(new_state.params, validation_trials, validation_key),
-                )
-                _raise_if_non_finite(
-                    jax.tree.map(lambda v: v[None], val_losses),
-                    stop,
-                    checkpoints,
-                    what="validation loss",
-                )
+                val_losses = None
+                if plan.validates_at(stop):
+                    val_losses = jax.tree.map(
+                        np.asarray, validate(new_state.params, validation_trials, validation_key)
+                    )
+                    _raise_if_non_finite(
+                        jax.tree.map(lambda v: v[None], val_losses),
+                        stop,
+                        checkpoints,
+                        what="validation loss",
+                    )
                 state = new_state
                 for name, value in losses.items():
                     history["loss"][name][start:stop] = value
-                history["learning_rate"][start:stop] = np.asarray(lr)
-                _record_validation(history, int(np.searchsorted(steps, stop)), val_losses)
+                history["learning_rate"][start:stop] = np.asarray(lr)[: stop - start]
+                if val_losses is not None:
+                    index = int(np.searchsorted(history["validation_step"], stop))
+                    _record_validation(history, index, val_losses)
+                    last_validation = float(np.mean(val_losses["total"]))
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{float(np.mean(losses['total'][-1])):.3g}")
-                logger.info(
-                    "batch %d/%d  train: %s  validation: %s",
-                    stop,
-                    config.n_batches,
-                    _format_losses({k: v[-1] for k, v in losses.items()}),
-                    _format_losses(val_losses),
-                )
-                if checkpoints is not None and (
-                    stop % config.checkpoint_every == 0 or stop == config.n_batches
-                ):
+                if plan.logs_at(stop):
+                    logger.info(
+                        "batch %d/%d  train: %s%s",
+                        stop,
+                        config.n_batches,
+                        _format_losses({k: v[-1] for k, v in losses.items()}),
+                        "" if val_losses is None else f"  validation: {_format_losses(val_losses)}",
+                    )
+                if checkpoints is not None and (plan.checkpoints_at(stop) or preemption.requested):
                     checkpoints.save(
                         stop,
                         state=state,
                         history=jax.tree.map(np.copy, history),
-                        loss=float(np.mean(val_losses["total"])),
+                        # Ranks the checkpoints for keeping: unvalidated ones rank last.
+                        loss=last_validation if val_losses is not None else np.inf,
                     )
                     kill_point("checkpoint")
+                if preemption.requested and stop < config.n_batches:
+                    raise TrainingPreempted(
+                        batch=stop,
+                        signal_name=preemption.requested,
+                        where="(none: no checkpoint directory was given)"
+                        if checkpoints is None
+                        else f"in {checkpoints.directory}",
+                    )
                 if on_log is not None:
                     on_log(stop, history)
+    record["timing"] = timer.summary()
+    logger.info("Training done:\n%s", describe_record(record))
+    return TrainResult(
+        ensemble=trainer.ensemble(state.params),
+        history=history,
+        state=state,
+        run_id=identity,
+        record=record,
+    )
+
+
+@contextlib.contextmanager
+def _closing(checkpoints: Checkpoints | None) -> Iterator[None]:
+    """Close `checkpoints` (waiting for its writes) however the block ends."""
+    try:
+        yield
     finally:
         if checkpoints is not None:
             checkpoints.close()
-    return TrainResult(
-        ensemble=trainer.ensemble(state.params), history=history, state=state, run_id=identity
+
+
+def _open_checkpoints(
+    checkpoint_dir: str | Path | None,
+    identity: str,
+    fingerprint: dict[str, Any],
+    config: TrainConfig,
+    restart: bool,
+) -> Checkpoints | None:
+    """This run's checkpoints in the store at `checkpoint_dir` (None: no checkpoints)."""
+    if checkpoint_dir is None:
+        return None
+    store = CheckpointStore(checkpoint_dir)
+    others = [run for run in store.runs() if run != identity[:16]]
+    if others:
+        logger.info(
+            "%s holds the checkpoints of %d other configuration(s); they are kept "
+            "(for reverting an edit) and never applied to this one.",
+            store.directory,
+            len(others),
+        )
+    return store.open(
+        identity, fingerprint=fingerprint, keep=config.keep_checkpoints, fresh=restart
     )
+
+
+def _resume(
+    checkpoints: Checkpoints | None, state: TrainState, history: History, config: TrainConfig
+) -> tuple[int, TrainState, History]:
+    """The batches done, state and history of the newest checkpoint, else the given
+    ones with 0 batches done."""
+    restored = (
+        checkpoints.restore_newest(state_like=state, history_like=history)
+        if checkpoints is not None
+        else None
+    )
+    if restored is None:
+        if checkpoints is not None:
+            logger.info(
+                "Training from the first batch; checkpoints go to %s", checkpoints.directory
+            )
+        return 0, state, history
+    _, state, restored_history = restored
+    # Restored mappings come back in sorted key order; keep the loss terms' order.
+    history = _in_order_of(history, restored_history)
+    done = int(state.step)
+    if done == config.n_batches:
+        logger.info(
+            "This configuration finished training earlier (checkpoint at batch %d in "
+            "%s); its results are written without training again.",
+            done,
+            checkpoints.directory,
+        )
+    else:
+        logger.info("Resuming from the checkpoint at batch %d in %s", done, checkpoints.directory)
+    return done, state, history
 
 
 def _in_order_of(template: Any, tree: Any) -> Any:
@@ -485,9 +561,21 @@ def _in_order_of(template: Any, tree: Any) -> Any:
     return tree
 
 
-def _batches(trials: Trials, start: int, stop: int) -> Trials:
-    """Batches ``start:stop`` with the batch axis first, as the chunk's scan wants."""
-    return jax.tree.map(lambda x: np.swapaxes(x[:, start:stop], 0, 1), trials)
+def _chunk_inputs(
+    trials: Trials, start: int, stop: int, plan: TrainingPlan
+) -> tuple[Trials, np.ndarray, np.ndarray]:
+    """The compiled call's inputs for batches ``start:stop``: their trials with the
+    batch axis first, the batch indices and the active flags, each padded to the
+    plan's chunk length (the padding's steps are skipped)."""
+    length = plan.chunk_length
+    pad = length - (stop - start)
+
+    def batches(x):
+        x = np.swapaxes(x[:, start:stop], 0, 1)
+        return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
+
+    index = np.arange(start, start + length, dtype=np.int32)
+    return jax.tree.map(batches, trials), index, index < stop
 
 
 def _record_validation(history: History, index: int, validation: dict[str, Array]) -> None:

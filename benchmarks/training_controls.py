@@ -1,0 +1,108 @@
+"""The cost of the training controls: a compiled chunk as the trainer runs it against
+the plain chunk it grew from, side by side.
+
+"plain" is a `lax.scan` of the trainer's own update over the chunk's batches (the
+chunk before schedules); "scheduled" is `Trainer.run_chunk`, whose steps may be
+skipped (`lax.cond` on a per-batch flag) so that one compiled program serves every
+chunk whatever the schedules. Both run the same batches on the same state,
+interleaved repeat by repeat; medians of seconds per batch. Usage:
+
+    python benchmarks/training_controls.py [--sizes small tutorial] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import motorflow as mf
+
+SIZES = {
+    # (replicates, trials, steps, hidden units, batches per call)
+    "small": (5, 32, 50, 16, 100),
+    "tutorial": (5, 250, 100, 50, 20),
+}
+
+
+def setup(size: str):
+    n_replicates, batch_size, n_steps, hidden, per_call = SIZES[size]
+    model = mf.ModelConfig.from_dict({"network": {"hidden_size": hidden, "hidden_noise_std": 0.01}})
+    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps}))
+    config = mf.TrainConfig.from_dict(
+        {"n_replicates": n_replicates, "batch_size": batch_size, "n_batches": per_call}
+    )
+    keys = jax.random.split(jax.random.key(0), 3)
+    ensemble = mf.make_ensemble(model, n_replicates=n_replicates, n_task_inputs=2, key=keys[0])
+    trials = task.training_trials(
+        keys[1], n_replicates=n_replicates, n_batches=per_call, batch_size=batch_size
+    )
+    chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x), 0, 1)), trials)
+    trainer = mf.Trainer(ensemble, task, config)
+    return trainer, trainer.init(keys[2]), chunk, jnp.arange(per_call)
+
+
+def plain_chunk(trainer: mf.Trainer):
+    """The chunk without skippable steps: a scan of the trainer's update."""
+
+    @jax.jit
+    def run(state, trials, batch_index):
+        def body(carry, xs):
+            batch_trials, batch = xs
+            params, opt_state, losses = trainer._update(
+                *carry, trainer.frozen, batch_trials, jax.random.fold_in(state.key, batch)
+            )
+            return (params, opt_state), losses
+
+        (params, opt_state), losses = jax.lax.scan(
+            body, (state.params, state.opt_state), (trials, batch_index)
+        )
+        return eqx.tree_at(lambda s: (s.params, s.opt_state), state, (params, opt_state)), losses
+
+    return run
+
+
+def timed(run, state, chunk, index) -> tuple[float, object]:
+    start = time.perf_counter()
+    out = run(state, chunk, index)
+    jax.block_until_ready(out)
+    return (time.perf_counter() - start) / len(index), out[0]
+
+
+def measure(size: str, repeats: int) -> dict:
+    trainer, state, chunk, index = setup(size)
+    variants = {"plain": plain_chunk(trainer), "scheduled": trainer.run_chunk}
+    states = {name: state for name in variants}
+    for name, run in variants.items():  # compile
+        _, states[name] = timed(run, states[name], chunk, index)
+    times = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, run in variants.items():
+            seconds, states[name] = timed(run, states[name], chunk, index)
+            times[name].append(seconds)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
+    print(f"{'size':9} {'plain s/batch':>13} {'scheduled s/batch':>17} {'ratio':>6}")
+    for size in args.sizes:
+        medians = measure(size, args.repeats)
+        print(
+            f"{size:9} {medians['plain']:13.5f} {medians['scheduled']:17.5f} "
+            f"{medians['scheduled'] / medians['plain']:6.3f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Preemption: SIGTERM or SIGUSR1 asks a training run to checkpoint and stop.
+
+A cluster sends SIGTERM before it kills a job, and SLURM sends the signal named by
+``sbatch --signal=USR1@<seconds>`` that long before a job's time limit. While a
+:class:`PreemptionWatch` is entered, those signals only set a flag; the trainer
+checks it between compiled calls, writes a checkpoint there and raises
+:class:`TrainingPreempted`, so the job exits non-zero and its retry resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from typing import Any, Self
+
+logger = logging.getLogger("motorflow")
+
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+class TrainingPreempted(RuntimeError):
+    """Training stopped on a signal after writing a checkpoint; running again resumes."""
+
+    def __init__(self, *, batch: int, signal_name: str, where: str):
+        self.batch, self.signal_name = batch, signal_name
+        super().__init__(
+            f"Training stopped at batch {batch} on {signal_name} (a time limit or a "
+            f"preemption is near) after writing a checkpoint {where}. Run the same "
+            "command again to resume from it; the result equals an uninterrupted run."
+        )
+
+
+class PreemptionWatch:
+    """While entered (in the main thread), SIGTERM and SIGUSR1 set :attr:`requested`
+    (the signal's name) instead of ending the process; the handlers before are
+    restored on exit. In another thread it watches nothing (Python delivers signals
+    to the main thread only)."""
+
+    def __init__(self):
+        self.requested: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if self.requested is None:
+            logger.warning(
+                "Received %s: training stops at the end of the running compiled call, "
+                "after writing a checkpoint.",
+                name,
+            )
+        self.requested = name
+
+    def __enter__(self) -> Self:
+        if threading.current_thread() is threading.main_thread():
+            for sig in SIGNALS:
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
