@@ -4,8 +4,9 @@ the plain chunk it grew from, side by side.
 "plain" is a `lax.scan` of the trainer's own update over the chunk's batches (the
 chunk before schedules); "scheduled" is `Trainer.run_chunk`, whose steps may be
 skipped (`lax.cond` on a per-batch flag) so that one compiled program serves every
-chunk whatever the schedules. Both run the same batches on the same state,
-interleaved repeat by repeat; medians of seconds per batch. Usage:
+chunk whatever the schedules; "isolating" is the same with ``on_divergence:
+isolate`` (the update also watches the losses). All run the same batches on the
+same state, interleaved repeat by repeat; medians of seconds per batch. Usage:
 
     python benchmarks/training_controls.py [--sizes small tutorial] [--repeats 5]
 """
@@ -30,12 +31,12 @@ SIZES = {
 }
 
 
-def setup(size: str):
+def setup(size: str, **train):
     n_replicates, batch_size, n_steps, hidden, per_call = SIZES[size]
     model = mf.ModelConfig.from_dict({"network": {"hidden_size": hidden, "hidden_noise_std": 0.01}})
     task = mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps}))
     config = mf.TrainConfig.from_dict(
-        {"n_replicates": n_replicates, "batch_size": batch_size, "n_batches": per_call}
+        {"n_replicates": n_replicates, "batch_size": batch_size, "n_batches": per_call, **train}
     )
     keys = jax.random.split(jax.random.key(0), 3)
     ensemble = mf.make_ensemble(model, n_replicates=n_replicates, n_task_inputs=2, key=keys[0])
@@ -52,10 +53,13 @@ def plain_chunk(trainer: mf.Trainer):
 
     @jax.jit
     def run(state, trials, batch_index):
+        fixed = (trainer.frozen, trainer.constraints.prepared)
+        healthy = jnp.ones(trainer.n_replicates, bool)
+
         def body(carry, xs):
             batch_trials, batch = xs
-            params, opt_state, losses = trainer._update(
-                *carry, trainer.frozen, batch_trials, jax.random.fold_in(state.key, batch)
+            params, opt_state, losses, _ = trainer._update(
+                *carry, fixed, batch_trials, jax.random.fold_in(state.key, batch), healthy
             )
             return (params, opt_state), losses
 
@@ -76,7 +80,12 @@ def timed(run, state, chunk, index) -> tuple[float, object]:
 
 def measure(size: str, repeats: int) -> dict:
     trainer, state, chunk, index = setup(size)
-    variants = {"plain": plain_chunk(trainer), "scheduled": trainer.run_chunk}
+    isolating, *_ = setup(size, on_divergence="isolate")
+    variants = {
+        "plain": plain_chunk(trainer),
+        "scheduled": trainer.run_chunk,
+        "isolating": isolating.run_chunk,
+    }
     states = {name: state for name in variants}
     for name, run in variants.items():  # compile
         _, states[name] = timed(run, states[name], chunk, index)
@@ -94,12 +103,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
-    print(f"{'size':9} {'plain s/batch':>13} {'scheduled s/batch':>17} {'ratio':>6}")
+    print(
+        f"{'size':9} {'plain s/batch':>13} {'scheduled s/batch':>17} {'ratio':>6} "
+        f"{'isolating s/batch':>17} {'ratio':>6}"
+    )
     for size in args.sizes:
         medians = measure(size, args.repeats)
         print(
             f"{size:9} {medians['plain']:13.5f} {medians['scheduled']:17.5f} "
-            f"{medians['scheduled'] / medians['plain']:6.3f}",
+            f"{medians['scheduled'] / medians['plain']:6.3f} {medians['isolating']:17.5f} "
+            f"{medians['isolating'] / medians['plain']:6.3f}",
             flush=True,
         )
 

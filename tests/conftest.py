@@ -47,8 +47,8 @@ def assert_trees_equal(a, b) -> None:
 
 
 class TinySetup:
-    def __init__(self, **train_overrides):
-        self.model_config = tiny_model_config()
+    def __init__(self, network: dict | None = None, **train_overrides):
+        self.model_config = tiny_model_config(**(network or {}))
         self.task = tiny_task()
         self.config = tiny_train_config(**train_overrides)
         init_key, trials_key, self.train_key = jax.random.split(jax.random.key(0), 3)

@@ -280,6 +280,36 @@ CASES = {
         "tasks.reach.workspace[1][0]",
         ["inf", "finite"],
     ),
+    "unknown divergence policy": (
+        at("trainings.quick.on_divergence", "rollback"),
+        "trainings.quick.on_divergence",
+        ["'rollback'", "'stop'", "'isolate'"],
+    ),
+    "constraints on a gru": (
+        at("trainings.quick.constraints", [{"kind": "dale"}]),
+        "experiments.quiet.training.constraints",
+        ["gru", "rnn or leaky"],
+    ),
+    "unknown constraint": (
+        at("trainings.quick.constraints", [{"kind": "sparse"}]),
+        "trainings.quick.constraints[0].kind",
+        ["'sparse'", "dale", "connectivity", "spectral_radius"],
+    ),
+    "all-excitatory network": (
+        at("trainings.quick.constraints", [{"kind": "dale", "excitatory_fraction": 1}]),
+        "trainings.quick.constraints[0].excitatory_fraction",
+        ["a number < 1", "got 1"],
+    ),
+    "no connections": (
+        at("trainings.quick.constraints", [{"kind": "connectivity", "density": 0}]),
+        "trainings.quick.constraints[0].density",
+        ["a number > 0", "got 0"],
+    ),
+    "unknown evaluated model": (
+        at("evaluation.model", "last"),
+        "evaluation.model",
+        ["'last'", "'final'", "'best'"],
+    ),
     "infinite goal radius": (
         at("evaluation.goal_radius", float("inf")),
         "evaluation.goal_radius",

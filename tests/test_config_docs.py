@@ -124,3 +124,15 @@ def test_every_perturbation_key_is_documented_with_its_default(kind):
 def test_every_resources_key_is_documented():
     rows = table("## `resources.<stage>`")
     assert set(rows) == set(mf.WorkflowConfig.model_fields["resources"].default.train.to_dict())
+
+
+@pytest.mark.parametrize("kind", sorted(mf.CONSTRAINTS))
+def test_every_constraint_key_is_documented_with_its_default(kind):
+    config = mf.CONSTRAINTS[kind]().to_dict()
+    rows = table(f"#### `kind: {kind}`")
+    for key, value in config.items():
+        if key == "kind":
+            continue
+        assert key in rows, f"constraint {kind}: {key} is not documented"
+        assert yaml.safe_load(rows[key].strip("`")) == value, f"{kind}.{key}: {rows[key]}"
+    assert set(rows) <= set(config), f"constraint {kind}: documents unknown keys"

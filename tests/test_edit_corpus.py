@@ -53,6 +53,17 @@ FIGURES = jobs("experiment_figures", "comparison_figure") | {"protocol_figure:no
 ARM_FIGURES = jobs("arm_figure")  # new jobs: experiments with an arm get its figure
 
 
+def constrained_rnn(config):
+    """An rnn cell (a recurrent matrix) under every kind of weight constraint."""
+    config["models"]["small"]["network"]["cell"] = "rnn"
+    config["trainings"]["quick"]["constraints"] = [
+        {"kind": "dale", "excitatory_fraction": 0.5, "readout": True},
+        {"kind": "connectivity", "density": 0.5, "self_connections": False},
+        {"kind": "spectral_radius", "max": 0.9},
+        {"kind": "spectral_norm", "max": 2.0},
+    ]
+
+
 def rename_training(config):
     config["trainings"]["fast"] = config["trainings"].pop("quick")
     for experiment in config["experiments"].values():
@@ -158,6 +169,8 @@ CORPUS = {
         at("trainings.quick.log", {"at": [3], "first": 1, "exponential": {}, "times": 2}),
         NOTHING,
     ),
+    "divergence isolated": (at("trainings.quick.on_divergence", "isolate"), TRAIN),
+    "weight constraints": (constrained_rnn, TRAIN),
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
     # a chain: the child's own settings say where it starts (its input, the parent's
     # model, reruns it whenever the parent reruns)
@@ -170,6 +183,7 @@ CORPUS = {
     ),
     # evaluation and figures
     "goal radius": (at("evaluation.goal_radius", 0.1), jobs("evaluate")),
+    "best model evaluated": (at("evaluation.model", "best"), jobs("evaluate")),
     "a condition added": (
         at("evaluation.conditions.jump", [{"kind": "target_jump", "time": 0.2}]),
         jobs("evaluate"),
@@ -392,7 +406,11 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     config["resources"] = {"train": {"threads": 4}}
     filled = mf.parse_config(config).filled_sections()
     assert filled["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
-    assert filled["evaluation"] == {"goal_radius": 0.05, "conditions": {"unperturbed": []}}
+    assert filled["evaluation"] == {
+        "model": "final",
+        "goal_radius": 0.05,
+        "conditions": {"unperturbed": []},
+    }
     # A stage's partial resources keep that stage's own defaults.
     assert filled["resources"]["train"]["threads"] == 4
     assert (

@@ -58,20 +58,7 @@ BASE = {
     "experiments": {
         "same": experiment(),
         "leaky": experiment(model={"network": {"cell": "leaky"}}),
-        **{
-            name: experiment()
-            for name in (
-                "delay",
-                "fnoise",
-                "hnoise",
-                "mass",
-                "damping",
-                "dt",
-                "cell",
-                "pert",
-                "kind",
-            )
-        },
+        **{name: experiment() for name in ("model", "cell", "pert", "kind")},
         "lr": experiment(),
         # A chain: editing `lr` reruns its descendants, the last continuing the optimizer.
         "lr_child": experiment(init_from="lr"),
@@ -87,15 +74,29 @@ BASE = {
 
 # Experiment -> its override after the edit; each changes one setting.
 EDITS = {
-    "delay": {"model": {"feedback": {"delay": 2}}},
-    "fnoise": {"model": {"feedback": {"noise_std": 0.1}}},
-    "hnoise": {"model": {"network": {"hidden_noise_std": 0.05}}},
-    "mass": {"model": {"plant": {"mass": 1.5}}},
-    "damping": {"model": {"plant": {"damping": 0.3}}},
-    "dt": {"model": {"dt": 0.04}},
-    "cell": {"model": {"network": {"cell": "rnn"}}},
+    # Settings without weights, edited together (which edit reruns which job, one
+    # setting at a time, is tests/test_edit_corpus.py's dry-run corpus).
+    "model": {
+        "model": {
+            "feedback": {"delay": 2, "noise_std": 0.1},
+            "network": {"hidden_noise_std": 0.05},
+            "plant": {"mass": 1.5, "damping": 0.3},
+            "dt": 0.04,
+        }
+    },
+    # Another cell, with weight constraints that only it can take.
+    "cell": {
+        "model": {"network": {"cell": "rnn"}},
+        "training": {
+            "constraints": [
+                {"kind": "dale", "readout": True},
+                {"kind": "connectivity", "density": 0.5},
+                {"kind": "spectral_radius", "max": 0.9},
+            ]
+        },
+    },
     "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
-    "lr": {"training": {"optimizer": {"learning_rate": 0.02}}},
+    "lr": {"training": {"optimizer": {"learning_rate": 0.02}, "on_divergence": "isolate"}},
     "steps": {"task": {"n_steps": 12}},
     # Training under perturbations: new trial specs (with the draws), a new validation set.
     "pert": {

@@ -261,3 +261,20 @@ def test_the_protocol_figure_shows_each_stage_in_each_condition(states):
     # one thin line per replicate, the mean, the zero line (and the legend's entry)
     mean = next(line for line in axes[0].lines if line.get_label() == "mean")
     np.testing.assert_allclose(mean.get_ydata(), summary.sel(condition="null").mean("replicate"))
+
+
+def test_a_diverged_replicate_is_marked_in_the_loss_trajectory_and_speed_figures(states):
+    data = history(n_replicates=3)
+    data["diverged_at"][:] = [-1, 12, -1]
+    fig = plot_loss_history(data, title="demo")
+    assert fig.get_suptitle() == "demo\ndiverged and frozen: replicate 1 at batch 12"
+    for ax in panels(fig):
+        marks = [line for line in ax.lines if list(line.get_xdata()) == [12, 12]]
+        assert len(marks) == 1 and marks[0].get_linestyle() == ":"
+    marked = states.assign_coords(diverged_at=("replicate", [-1, -1, 7]))
+    titles = [ax.get_title() for ax in panels(plot_trajectories(marked))]
+    assert titles == ["replicate 0", "replicate 1", "replicate 2: diverged at batch 7"]
+    assert "replicate 2 at batch 7" in plot_speed_profiles(marked).get_suptitle()
+    # Nothing diverged: no marks.
+    assert not [line for ax in panels(plot_loss_history(history())) for line in ax.lines[2:]]
+    assert [ax.get_title() for ax in panels(plot_trajectories(states))][2] == "replicate 2"

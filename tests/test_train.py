@@ -8,6 +8,8 @@ import pytest
 from conftest import assert_trees_equal
 
 import motorflow as mf
+from motorflow._divergence import DivergencePolicy
+from motorflow._train import _chunk_inputs
 
 
 class Interrupt(Exception):
@@ -224,14 +226,115 @@ def test_a_non_finite_validation_loss_stops_training_before_its_checkpoint(tiny,
     assert not [p for p in run.iterdir() if p.name.isdigit()]
 
 
-def test_non_finite_parameters_are_found_per_replicate(tiny):
-    setup = tiny()
+def with_nan_goal(setup, replicate, batch):
+    """`setup` whose training trials give `replicate` a NaN goal in `batch`."""
+    goal = np.asarray(setup.trials.goal_pos).copy()
+    goal[replicate, batch, 0] = np.nan
+    setup.trials = mf.Trials(setup.trials.init_pos, setup.trials.init_vel, jnp.asarray(goal))
+    return setup
+
+
+def replicates(tree, which):
+    """The replicates `which` of every array leaf of `tree` (replicate axis first)."""
+    return jax.tree.map(lambda x: np.asarray(x)[which], eqx.filter(tree, eqx.is_array))
+
+
+def test_isolation_freezes_a_diverged_replicate_and_trains_the_others_as_if_none_had(
+    tiny, tmp_path
+):
+    healthy = [0, 2]
+    reference = tiny(on_divergence="isolate").train()
+    setup = with_nan_goal(tiny(on_divergence="isolate"), replicate=1, batch=5)
+    directory = tmp_path / "checkpoints"
+    with pytest.raises(Interrupt):
+        setup.train(checkpoint_dir=directory, on_log=interrupt_at(20))
+    result = setup.train(checkpoint_dir=directory)  # resumed after the divergence
+    assert result.history["diverged_at"].tolist() == [-1, 5, -1]
+    for name in ("params", "opt_state", "best_params", "best_loss", "best_batch"):
+        assert_trees_equal(
+            replicates(getattr(result.state, name), healthy),
+            replicates(getattr(reference.state, name), healthy),
+        )
+    assert_trees_equal(
+        jax.tree.map(lambda x: x[..., healthy], result.history["loss"]),
+        jax.tree.map(lambda x: x[..., healthy], reference.history["loss"]),
+    )
+    # The diverged replicate keeps its parameters after batches 0..4.
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
-    params = trainer.init(setup.train_key).params
-    assert np.asarray(trainer.finite_params(params)).tolist() == [True, True, True]
-    weight = params.network.readout.weight.at[1, 0, 0].set(jnp.nan)
-    broken = eqx.tree_at(lambda p: p.network.readout.weight, params, weight)
-    assert np.asarray(trainer.finite_params(broken)).tolist() == [True, False, True]
+    batches = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :5], 0, 1), setup.trials)
+    noise_key = jax.random.split(setup.train_key)[0]
+    after_five, _, _ = trainer.run_chunk(trainer.init(noise_key), batches, jnp.arange(5))
+    assert_trees_equal(replicates(result.state.params, 1), replicates(after_five.params, 1))
+    loss = result.history["loss"]["total"][:, 1]
+    assert np.isfinite(loss[:5]).all() and np.isnan(loss[5:]).all()
+    validation = result.history["validation"]["total"][:, 1]
+    assert np.isfinite(validation[0]) and np.isnan(validation[1:]).all()
+    dataset = mf.history_dataset(result.history)
+    assert dataset.diverged_at.values.tolist() == [-1, 5, -1]
+
+
+def test_by_default_a_diverged_replicate_stops_training(tiny):
+    setup = with_nan_goal(tiny(), replicate=2, batch=5)
+    with pytest.raises(mf.NonFiniteLossError, match="on_divergence: isolate") as error:
+        setup.train()
+    assert (error.value.batch, error.value.replicates) == (5, [2])
+
+
+def test_isolation_stops_when_every_replicate_diverged(tiny):
+    setup = tiny(on_divergence="isolate", n_replicates=2)
+    for replicate, batch in ((0, 3), (1, 12)):
+        setup = with_nan_goal(setup, replicate, batch)
+    with pytest.raises(mf.NonFiniteLossError, match="every replicate") as error:
+        setup.train()
+    assert (error.value.batch, error.value.replicates) == (12, [1])
+
+
+def test_a_stopping_run_names_parameters_or_loss_whichever_went_first():
+    policy = DivergencePolicy("stop", resume_hint=lambda: "")
+    losses = {"position": np.ones((4, 3)), "total": np.ones((4, 3))}
+    with pytest.raises(mf.NonFiniteLossError) as error:
+        policy.after_update(np.array([-1, -1, -1]), np.array([-1, 12, -1]), losses, start=10)
+    assert error.value.what == "parameters" and error.value.batch == 12
+    # A non-finite loss whose update left the parameters finite stops the run too.
+    losses["total"][3, 0] = losses["position"][3, 0] = np.inf
+    with pytest.raises(mf.NonFiniteLossError) as error:
+        policy.after_update(np.array([-1, -1, -1]), np.array([-1, -1, -1]), losses, start=10)
+    assert (error.value.what, error.value.batch, error.value.replicates) == (
+        "training loss",
+        13,
+        [0],
+    )
+    assert error.value.terms == ["position"]
+
+
+def test_the_best_parameters_are_those_of_the_lowest_validation_loss(tiny):
+    # A large step makes the validation loss go up and down, so the best is not the last.
+    setup = tiny(optimizer={"learning_rate": 0.2}, validation={"every": 5})
+    result = setup.train()
+    validation = result.history["validation"]["total"]
+    steps = result.history["validation_step"]
+    best = np.argmin(validation, axis=0)
+    np.testing.assert_array_equal(result.history["best_batch"], steps[best])
+    np.testing.assert_array_equal(
+        result.history["best_validation_loss"], validation[best, np.arange(3)]
+    )
+    assert (steps[best] < 40).any(), "the test needs a replicate whose best is not the last"
+    # Each replicate's best parameters are its parameters after its best batch count.
+    trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
+    plan = mf.TrainingPlan(setup.config)
+    state = trainer.init(jax.random.split(setup.train_key)[0])
+    at = {0: state.params}
+    for start, stop in plan.chunks(0):
+        state, _, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
+        at[stop] = state.params
+    for replicate, batch in enumerate(steps[best]):
+        assert_trees_equal(
+            replicates(result.state.best_params, replicate), replicates(at[batch], replicate)
+        )
+    assert_trees_equal(
+        eqx.filter(result.best_ensemble, eqx.is_array),
+        eqx.filter(trainer.ensemble(result.state.best_params), eqx.is_array),
+    )
 
 
 def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, caplog):

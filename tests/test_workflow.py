@@ -11,7 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from workflow_helpers import REPO, make_workdir, planned_jobs, snakemake, tiny_config, write_config
+import zarr
+from workflow_helpers import (
+    REPO,
+    at,
+    make_workdir,
+    planned_jobs,
+    snakemake,
+    tiny_config,
+    write_config,
+)
 
 import motorflow as mf
 
@@ -86,6 +95,9 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
 
         ensemble, config = mf.load_ensemble(results / experiment / "model")
         assert mf.n_replicates(ensemble) == 2 and config.network.hidden_size == 8
+        best = mf.load_training_record(results / experiment / "model_best")
+        assert best["parameters"] == "best" and best["diverged_at"] == [-1, -1]
+        assert best["best_batch"] == history.best_batch.values.tolist()
         assert (results / experiment / "checkpoints").is_dir()
         for figure in ("loss", "trajectories", "speed"):
             assert (results / "figures" / experiment / f"{figure}.png").stat().st_size > 0
@@ -105,6 +117,52 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         xr.open_zarr(results / "noisy" / "history.zarr", consolidated=False).attrs["experiment"]
     )["model"]["feedback"]["noise_std"]
     assert noise == 0.1
+
+
+def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipeline(tmp_path):
+    config = tiny_config()
+    config["trainings"]["quick"]["on_divergence"] = "isolate"
+    del config["experiments"]["noisy"], config["protocols"]
+    config["evaluation"]["conditions"] = {"unperturbed": []}
+    workdir = make_workdir(tmp_path, config)
+    snakemake(workdir, "--until", "trials")
+    results = workdir / "results"
+    # A NaN goal in replicate 1's batch 5 makes its loss non-finite there.
+    (trials,) = (results / "trials").iterdir()
+    zarr.open_group(trials / "train.zarr", mode="r+")["goal_pos"][1, 5, 0, 0] = np.nan
+    snakemake(workdir)
+    history = mf.open_dataset(results / "quiet" / "history.zarr")
+    assert history.diverged_at.values.tolist() == [-1, 5]
+    assert np.isnan(history.loss.sel(term="total", replicate=1, batch=slice(5, None))).all()
+    assert np.isnan(history.loss.sel(replicate=1, batch=slice(6, None))).all()
+    assert np.isfinite(history.loss.sel(replicate=0)).all()
+    assert mf.load_training_record(results / "quiet" / "model")["diverged_at"] == [-1, 5]
+    log = (results / "logs" / "train" / "quiet.log").read_text()
+    assert "Replicate 1 diverged at batch 5" in log
+    final = mf.open_dataset(results / "quiet" / "metrics.zarr")
+    assert final.diverged_at.values.tolist() == [-1, 5]
+    assert np.isnan(final.endpoint_error.sel(replicate=1)).all()
+    assert np.isfinite(final.endpoint_error.sel(replicate=0)).all()
+    assert final.endpoint_error.attrs["units"] == "m" and final.attrs["goal_radius"] == 0.05
+    table = pd.read_csv(results / "quiet" / "metrics.csv")
+    assert table.endpoint_error.isna().tolist() == [False, True]
+    # The best model: replicate 1 at its best validation before it diverged.
+    best_batch = history.best_batch.values.tolist()
+    assert best_batch[1] == 0 and best_batch[0] in (0, 10, 20)
+    edit = at("evaluation.model", "best")
+    edit(config)
+    write_config(workdir, config)
+    assert {rule for rule, _ in planned_jobs(workdir)} == {
+        "evaluate",
+        "experiment_figures",
+        "comparison_figure",
+        "all",
+    }
+    snakemake(workdir)
+    best = mf.open_dataset(results / "quiet" / "metrics.zarr")
+    assert np.isfinite(best.endpoint_error).all()
+    states = mf.open_dataset(results / "quiet" / "states.zarr")
+    assert json.loads(states.attrs["parameters"]) == "best"
 
 
 def test_a_second_run_has_nothing_to_do(finished):

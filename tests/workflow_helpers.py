@@ -170,10 +170,16 @@ def assert_same_results(
         assert ("run_record" in a.attrs) == ("run_record" in b.attrs)
         a.attrs.pop("run_record", None), b.attrs.pop("run_record", None)
         xr.testing.assert_identical(a, b)
-    for experiment in experiments:
-        model_a, config_a = mf.load_ensemble(workdir_a / "results" / experiment / "model")
-        model_b, config_b = mf.load_ensemble(workdir_b / "results" / experiment / "model")
+    models = [
+        Path(experiment, name) for experiment in experiments for name in ("model", "model_best")
+    ]
+    for model in [m for m in models if (workdir_a / "results" / m).exists()]:
+        model_a, config_a = mf.load_ensemble(workdir_a / "results" / model)
+        model_b, config_b = mf.load_ensemble(workdir_b / "results" / model)
         assert config_a == config_b
+        assert mf.load_training_record(workdir_a / "results" / model) == mf.load_training_record(
+            workdir_b / "results" / model
+        )
         for x, y in zip(
             jax_leaves(eqx.filter(model_a, eqx.is_array)),
             jax_leaves(eqx.filter(model_b, eqx.is_array)),
@@ -205,6 +211,7 @@ def train_through_stages(experiment, results: Path) -> None:
         trials_path=trials / "train.zarr",
         eval_path=trials / "eval.zarr",
         model_path=results / experiment.name / "model",
+        best_model_path=results / experiment.name / "model_best",
         history_path=results / experiment.name / "history.zarr",
         checkpoint_dir=results / experiment.name / "checkpoints",
         init_path=results / parent / "model" if parent else None,

@@ -16,7 +16,9 @@ from ._config import (
     check_model_fits_task,
 )
 from ._config_file import load_config_file
+from ._constraints import CONSTRAINTS, AbstractConstraint, Constraints
 from ._devices import claim_gpus, use_devices, visible_gpus
+from ._divergence import NonFiniteLossError
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._episode import Targets, run_trial, run_trials
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
@@ -29,6 +31,7 @@ from ._experiments import (
 from ._feedback import FeedbackChannel
 from ._figures import (
     comparison_summary,
+    diverged_replicates,
     plot_arm_postures,
     plot_comparison,
     plot_loss_history,
@@ -39,7 +42,13 @@ from ._figures import (
 )
 from ._history import empty_history, history_dataset
 from ._identity import canonical_json, code_version, tree_digest
-from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
+from ._io import (
+    adopt_weights,
+    load_ensemble,
+    load_optimizer_state,
+    load_training_record,
+    save_ensemble,
+)
 from ._job_settings import (
     flatten_settings,
     is_arm,
@@ -116,7 +125,6 @@ from ._task import (
     WorkspaceTask,
 )
 from ._train import (
-    NonFiniteLossError,
     Trainer,
     TrainResult,
     TrainState,
@@ -134,10 +142,12 @@ from ._workflow_config import (
 )
 
 __all__ = [
+    "CONSTRAINTS",
     "PERTURBATIONS",
     "PLANTS",
     "TASKS",
     "AbstractCell",
+    "AbstractConstraint",
     "AbstractPerturbation",
     "AbstractPlant",
     "ArmConfig",
@@ -150,6 +160,7 @@ __all__ = [
     "ClosedLoop",
     "ConfigError",
     "ConstantField",
+    "Constraints",
     "CurlField",
     "DelayedReachConfig",
     "Effects",
@@ -211,6 +222,7 @@ __all__ = [
     "comparison_summary",
     "condition_trials",
     "config_json_schema",
+    "diverged_replicates",
     "draw_conditions",
     "draw_params",
     "empty_history",
@@ -227,6 +239,7 @@ __all__ = [
     "load_config_file",
     "load_ensemble",
     "load_optimizer_state",
+    "load_training_record",
     "loss_terms",
     "make_ensemble",
     "make_optimizer",

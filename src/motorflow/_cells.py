@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import math
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -19,6 +20,9 @@ class AbstractCell(eqx.Module):
     """One recurrent update ``hidden' = f(input, hidden)``."""
 
     hidden_size: eqx.AbstractVar[int]
+    # Where the recurrent weight matrix `[post, pre]` is, for weight constraints
+    # (motorflow._constraints); None: no single such matrix (a GRU's gates).
+    RECURRENT_WEIGHT: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def __call__(
@@ -55,6 +59,7 @@ class VanillaCell(AbstractCell):
     weight_rec: Float[Array, "hidden hidden"]
     bias: Float[Array, " hidden"]
     hidden_size: int = eqx.field(static=True)
+    RECURRENT_WEIGHT: ClassVar[str | None] = "weight_rec"
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         bound = 1.0 / math.sqrt(hidden_size)
@@ -78,6 +83,7 @@ class LeakyCell(AbstractCell):
     rnn: VanillaCell
     alpha: float = eqx.field(static=True)
     hidden_size: int = eqx.field(static=True)
+    RECURRENT_WEIGHT: ClassVar[str | None] = "rnn.weight_rec"
 
     def __init__(
         self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray

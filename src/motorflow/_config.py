@@ -23,6 +23,7 @@ from ._config_base import (
     Text,
     plain,
 )
+from ._constraints import AnyConstraint
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
@@ -149,7 +150,11 @@ class TrainConfig(Block):
     measured (`validation`, also before the first batch and after the last), when a
     log line is written (`log`) and when a checkpoint is (`checkpoint`, also after
     the last batch), keeping the newest `keep_checkpoints` plus the best by
-    validation loss.
+    validation loss. `on_divergence` says what a non-finite loss or parameter of one
+    replicate does: ``stop`` the run with an error, or ``isolate`` the replicate
+    (frozen at its last finite parameters and flagged) while the others train on.
+    `constraints` (:mod:`motorflow._constraints`) hold from initialisation and after
+    every update.
     """
 
     key_hints: ClassVar[dict[str, str]] = {
@@ -168,9 +173,20 @@ class TrainConfig(Block):
     optimizer: OptimizerConfig = OptimizerConfig()
     loss: LossConfig = LossConfig()
     validation: BatchSchedule = BatchSchedule(every=100)
+    on_divergence: Literal["stop", "isolate"] = Field(
+        "stop",
+        description="when a replicate's loss or parameters become non-finite: stop "
+        "training (an error), or isolate it (frozen and flagged; the others train on)",
+    )
     log: TimedSchedule = TimedSchedule(every=100)
     checkpoint: TimedSchedule = TimedSchedule(every=100)
     keep_checkpoints: PositiveInt = 2
+    constraints: tuple[AnyConstraint, ...] = Field(
+        (),
+        max_length=10,
+        description="constraints on the recurrent (and readout) weights, applied at "
+        "initialisation and after every update",
+    )
 
     @model_validator(mode="after")
     def _schedules_within_the_run(self) -> TrainConfig:
@@ -185,6 +201,16 @@ class TrainConfig(Block):
         for name in RESUME_ONLY_KEYS:
             settings.pop(name)
         return settings
+
+
+def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str = "") -> None:
+    """Weight constraints need a cell with one recurrent weight matrix (not a GRU's gates)."""
+    if train.constraints and model.network.cell == "gru":
+        raise ConfigError(
+            f"{path}.training.constraints" if path else "training.constraints",
+            "weight constraints act on a recurrent weight matrix, which the gru cell "
+            "does not have (its gates each have one); use model network.cell rnn or leaky",
+        )
 
 
 def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") -> None:

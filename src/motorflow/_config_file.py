@@ -20,6 +20,8 @@ import yaml
 from ._config import ConfigError
 
 MAX_BYTES = 1_000_000
+# Sections, blocks and settings nest a handful of levels; 64 leaves room and no crash.
+MAX_DEPTH = 64
 
 # YAML 1.2 core schema floats; PyYAML's 1.1 resolver needs a dot and a signed exponent.
 _FLOAT = re.compile(
@@ -62,10 +64,19 @@ def _where(path: Path, mark: Any) -> str:
 
 
 def _check_events(text: str, path: Path) -> None:
-    """Refuse anchors, aliases, explicit tags and extra documents, before building anything."""
-    documents = 0
+    """Refuse anchors, aliases, explicit tags, extra documents and deep nesting, before
+    building anything (the events stream: a refusal parses no further)."""
+    documents = depth = 0
     for event in yaml.parse(text, Loader=_Loader):
         where = _where(path, event.start_mark)
+        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ConfigError(
+                    where, f"is nested more than {MAX_DEPTH} levels deep; a config needs far fewer"
+                )
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
         if isinstance(event, yaml.DocumentStartEvent):
             documents += 1
             if documents > 1:

@@ -20,7 +20,13 @@ import equinox as eqx
 import jax
 import pydantic
 
-from ._config import ModelConfig, TaskConfig, TrainConfig, check_model_fits_task
+from ._config import (
+    ModelConfig,
+    TaskConfig,
+    TrainConfig,
+    check_model_fits_task,
+    check_training_fits_model,
+)
 from ._config_base import ConfigError, config_error, merge_settings, over_block
 from ._ensemble import build_model, make_ensemble
 from ._identity import canonical_json, json_digest
@@ -217,6 +223,7 @@ def _resolve_one(
                 defined[reference], override, f"{path}.override.{block}", cls
             )
     check_model_fits_task(blocks["model"], blocks["task"], path)
+    check_training_fits_model(blocks["training"], blocks["model"], path)
     _check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
     _check_trial_specs_fit(blocks["task"], blocks["training"], path)
     # Trainable paths name parts of the model: check them on the model's shapes, which

@@ -60,13 +60,34 @@ def _suptitle(fig: Figure, title: str) -> None:
         fig.suptitle(title)
 
 
+def diverged_replicates(dataset: xr.Dataset) -> dict[int, int]:
+    """Replicate -> the batch it diverged at, from `dataset`'s ``diverged_at`` (a
+    history variable or a states/metrics coord; none: nothing diverged)."""
+    if "diverged_at" not in dataset.variables:
+        return {}
+    diverged_at = dataset["diverged_at"]
+    return {
+        int(replicate): int(batch)
+        for replicate, batch in zip(diverged_at.replicate.values, diverged_at.values)
+        if batch >= 0
+    }
+
+
+def _diverged_note(diverged: dict[int, int]) -> str:
+    if not diverged:
+        return ""
+    which = ", ".join(f"{r} at batch {b}" for r, b in diverged.items())
+    return f"diverged and frozen: replicate {which}"
+
+
 def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     """Training and validation loss against batch, one panel per loss term.
 
     Each panel shows the training loss as its mean across replicates with the
     min–max range across replicates shaded, and the validation loss (mean across
     replicates) at its validation steps. Batches that have not run (NaN) are left
-    out. The ``total`` term comes first.
+    out. The ``total`` term comes first. A replicate that diverged (``diverged_at``)
+    is marked by a dotted red line at its batch and named in the title.
 
     **Arguments:**
 
@@ -74,6 +95,7 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
       replicate)` and ``validation_loss`` `(term, validation_step, replicate)`.
     - `title`: figure title.
     """
+    diverged = diverged_replicates(history)
     terms = list(history.term.values)
     terms = ["total", *(t for t in terms if t != "total")] if "total" in terms else terms
     n_cols = min(len(terms), 3)
@@ -113,11 +135,15 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
             lw=1.5,
             label="validation, mean",
         )
+        for index, batch in enumerate(sorted(set(diverged.values()))):
+            ax.axvline(
+                batch, color="tab:red", ls=":", lw=1.2, label="a replicate diverged" * (index == 0)
+            )
         _log_scale_if_possible(ax, np.concatenate([loss.values.ravel(), validation.values.ravel()]))
     drawn = [ax for ax in grid.flat[: len(terms)] if ax.lines]
     if drawn:
         drawn[0].legend(fontsize="small")
-    _suptitle(fig, title)
+    _suptitle(fig, "\n".join(filter(None, [title, _diverged_note(diverged)])))
     return fig
 
 
@@ -181,7 +207,8 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
 
     Goals (where each ended up, if it jumped) are open circles in their trial's
     colour; starts are black dots. Each row is labelled with its condition and what
-    its perturbations are (a curl field's direction as ↻ or ↺).
+    its perturbations are (a curl field's direction as ↻ or ↺). A replicate that
+    diverged in training (coord ``diverged_at``) has its panel titled so, in red.
 
     **Arguments:**
 
@@ -194,6 +221,7 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
         raise ValueError(f"max_replicates must be at least 1, got {max_replicates}")
     states = _by_condition(states)
     xy = {"component": ["x", "y"]}
+    diverged = diverged_replicates(states)
     shown = states.isel(replicate=slice(0, max_replicates))
     n_cols, n_rows = shown.sizes["replicate"], shown.sizes["condition"]
     colors = _angle_colors(states.goal_angle)
@@ -222,7 +250,14 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
                 label="goal",
             )
             ax.scatter(pos[:, 0, 0], pos[:, 0, 1], s=15, color="k", zorder=3, label="start")
-            ax.set_title(f"replicate {replicate}", fontsize="medium")
+            if int(replicate) in diverged:
+                ax.set_title(
+                    f"replicate {replicate}: diverged at batch {diverged[int(replicate)]}",
+                    fontsize="medium",
+                    color="tab:red",
+                )
+            else:
+                ax.set_title(f"replicate {replicate}", fontsize="medium")
             ax.set_xlabel("x (m)")
             ax.set_ylabel("y (m)")
             _square_limits(ax, points)
@@ -302,7 +337,7 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("time (s)")
     _add_angle_colorbar(fig, list(axes))
-    _suptitle(fig, title)
+    _suptitle(fig, "\n".join(filter(None, [title, _diverged_note(diverged_replicates(states))])))
     return fig
 
 

@@ -28,18 +28,22 @@ def save_ensemble(
     *,
     n_task_inputs: int,
     optimizer_state: Any = None,
+    training: dict[str, Any] | None = None,
 ) -> None:
     """Write `ensemble` (built from `config`) to the directory `path`, atomically.
 
     With `optimizer_state` (the training's final one), it is saved beside the arrays,
-    for an experiment that continues it (:func:`load_optimizer_state`). The directory
-    appears complete or not at all; an existing one is replaced.
+    for an experiment that continues it (:func:`load_optimizer_state`). `training`
+    (plain values: which parameters these are, which replicates diverged) is kept in
+    the record, read back by :func:`load_training_record`. The directory appears
+    complete or not at all; an existing one is replaced.
     """
     record = {
         "format": FORMAT,
         "model": config.to_dict(),
         "n_replicates": n_replicates(ensemble),
         "n_task_inputs": n_task_inputs,
+        "training": training or {},
     }
     with atomic_directory(path) as tmp:
         tmp.mkdir(parents=True)
@@ -51,9 +55,7 @@ def save_ensemble(
         kill_point("save_model")
 
 
-def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
-    """Read an ensemble saved by :func:`save_ensemble`; returns it and its config."""
-    path = Path(path).absolute()
+def _record(path: Path) -> dict[str, Any]:
     record_path = path / _CONFIG
     if not record_path.is_file():
         raise FileNotFoundError(f"{path} is not a saved motorflow ensemble: {_CONFIG} is missing")
@@ -62,6 +64,18 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
         raise ValueError(
             f"{record_path}: unknown format {record.get('format')!r}; expected {FORMAT!r}"
         )
+    return record
+
+
+def load_training_record(path: str | Path) -> dict[str, Any]:
+    """The `training` values saved with the ensemble at `path` (empty if none)."""
+    return _record(Path(path).absolute()).get("training", {})
+
+
+def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
+    """Read an ensemble saved by :func:`save_ensemble`; returns it and its config."""
+    path = Path(path).absolute()
+    record = _record(path)
     config = ModelConfig.from_dict(record["model"], "model")
     skeleton = eqx.filter_eval_shape(
         make_ensemble,

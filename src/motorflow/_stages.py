@@ -13,12 +13,13 @@ from typing import Any
 
 import equinox as eqx
 import jax
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from ._checkpoint import CheckpointStore
 from ._config import TaskConfig
-from ._ensemble import make_ensemble
+from ._ensemble import make_ensemble, n_replicates
 from ._evaluate import evaluate
 from ._experiments import Experiment, experiment_keys
 from ._figures import (
@@ -32,7 +33,13 @@ from ._figures import (
     protocol_summary,
 )
 from ._history import history_dataset
-from ._io import adopt_weights, load_ensemble, load_optimizer_state, save_ensemble
+from ._io import (
+    adopt_weights,
+    load_ensemble,
+    load_optimizer_state,
+    load_training_record,
+    save_ensemble,
+)
 from ._metrics import metrics_table, reach_metrics
 from ._store import (
     center_out_dataset,
@@ -81,10 +88,12 @@ def train_experiment(
     model_path: Path,
     history_path: Path,
     checkpoint_dir: Path,
+    best_model_path: Path | None = None,
     init_path: Path | None = None,
     progress: bool = True,
 ) -> None:
-    """Train (or resume) one experiment; write the final model and its history.
+    """Train (or resume) one experiment; write the final model, its history and (to
+    `best_model_path`) each replicate at its lowest validation loss.
 
     An experiment with ``init_from`` starts from the trained model at `init_path`
     (the arrays; its own settings without weights) and, without ``reset_optimizer``,
@@ -117,7 +126,9 @@ def train_experiment(
         ensemble = adopt_weights(ensemble, parent)
         logger.info("Starting from the trained model of %r (%s)", experiment.init_from, init_path)
         if not experiment.reset_optimizer:
-            like = jax.eval_shape(Trainer(ensemble, task, experiment.train).init, keys["train"])
+            # Only the optimizer state's shapes are read: any constraint key serves.
+            trainer = Trainer(ensemble, task, experiment.train, constraint_key=keys["train"])
+            like = jax.eval_shape(trainer.init, keys["train"])
             opt_state = load_optimizer_state(init_path, like.opt_state)
     store = CheckpointStore(checkpoint_dir)
     identity = run_id(
@@ -162,12 +173,25 @@ def train_experiment(
         ),
     )
     write_dataset(history, history_path)
+    status = {
+        "diverged_at": history.diverged_at.values.tolist(),
+        "best_batch": history.best_batch.values.tolist(),
+    }
+    if best_model_path is not None:
+        save_ensemble(
+            best_model_path,
+            result.best_ensemble,
+            experiment.model,
+            n_task_inputs=task.n_inputs,
+            training={"parameters": "best", **status},
+        )
     save_ensemble(
         model_path,
         result.ensemble,
         experiment.model,
         n_task_inputs=task.n_inputs,
         optimizer_state=result.state.opt_state,
+        training={"parameters": "final", **status},
     )
     store.record_outputs(result.run_id)
     logger.info("Wrote the model to %s and the history to %s", model_path, history_path)
@@ -183,9 +207,18 @@ def evaluate_experiment(
     table_path: Path,
     evaluation: EvaluationConfig,
 ) -> None:
-    """Run the trained ensemble on the center-out reaches in each of the `evaluation`
-    conditions; write states and metrics."""
+    """Run the trained ensemble (final or best, as `model_path` holds) on the center-out
+    reaches in each of the `evaluation` conditions; write states and metrics.
+
+    Both carry the coord ``diverged_at (replicate)`` (-1: trained to the end). A
+    replicate that diverged is evaluated at its frozen parameters, but in the final
+    model its metrics are NaN: they describe no trained network. (Its best
+    parameters, validated before it diverged, are scored as any other.)
+    """
     ensemble, model_config = load_ensemble(model_path)
+    training = load_training_record(model_path)
+    n = n_replicates(ensemble)
+    diverged_at = np.asarray(training.get("diverged_at", [-1] * n), np.int64)
     task = Task(experiment.task)
     keys = experiment_keys(experiment.seed)
     center_out = read_center_out(eval_path)
@@ -198,10 +231,16 @@ def evaluate_experiment(
         trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
         conditions=evaluation.conditions,
         conditions_key=keys["conditions"],
-        attrs={"experiment": experiment.name, "seed": experiment.seed},
-    )
+        attrs={
+            "experiment": experiment.name,
+            "seed": experiment.seed,
+            "parameters": training.get("parameters", "final"),
+        },
+    ).assign_coords(diverged_at=("replicate", diverged_at))
     write_dataset(states, states_path)
     metrics = reach_metrics(read_states(states_path), goal_radius=evaluation.goal_radius)
+    if training.get("parameters", "final") == "final":
+        metrics = metrics.where(metrics.diverged_at == -1)
     write_dataset(metrics, metrics_path)
     table_path = Path(table_path)
     _write_csv(metrics_table(metrics), table_path)

@@ -18,11 +18,13 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Bool, Int, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 from tqdm.auto import tqdm
 
 from ._checkpoint import Checkpoints, CheckpointStore
 from ._config import TrainConfig
+from ._constraints import Constraints
+from ._divergence import HEALTHY, DivergencePolicy, all_finite, keep_where
 from ._ensemble import n_replicates
 from ._episode import run_trials
 from ._faults import kill_point
@@ -49,51 +51,34 @@ class TrainState(eqx.Module):
     - `opt_state`: the optimizer state, one per replicate (replicate axis first).
     - `step`: how many batches have been trained.
     - `key`: the base key of the per-batch noise; batch b uses ``fold_in(key, b)``.
+    - `diverged_at`: per replicate, -1 while it trains; else the batch whose update
+      gave a non-finite loss or parameters (or after which its validation loss was
+      not finite): it keeps its parameters after that many batches.
+    - `best_params`, `best_loss`, `best_batch`: per replicate, the parameters with the
+      lowest validation loss so far (the first of equals), that loss and the batch
+      count it was measured after (-1 before the first validation).
     """
 
     params: Any
     opt_state: Any
     step: Int[Array, ""]
     key: PRNGKeyArray
+    diverged_at: Int[Array, " replicate"]
+    best_params: Any
+    best_loss: Float[Array, " replicate"]
+    best_batch: Int[Array, " replicate"]
 
 
 class TrainResult(eqx.Module):
-    """The trained ensemble, its history, the final train state, the run's identity and
-    its record (parameters, machine, versions, step times: :mod:`motorflow._run_record`)."""
+    """The trained ensemble, the one with each replicate's best validated parameters,
+    its history, the final train state, the run's identity and its record (parameters, machine, versions, step times: :mod:`motorflow._run_record`)."""
 
     ensemble: Any
+    best_ensemble: Any
     history: History
     state: TrainState
     run_id: str = eqx.field(static=True)
     record: dict = eqx.field(static=True, default_factory=dict)
-
-
-class NonFiniteLossError(RuntimeError):
-    """Training diverged: a loss or a parameter became NaN or infinite.
-
-    Training stops before anything is written from the non-finite state; `what`
-    says where it was seen (training loss, validation loss or parameters).
-    """
-
-    def __init__(
-        self,
-        *,
-        batch: int,
-        replicates: list[int],
-        terms: list[str],
-        resume_hint: str,
-        what: str = "training loss",
-    ):
-        self.batch, self.replicates, self.terms, self.what = batch, replicates, terms, what
-        where = "loss term(s)" if what != "parameters" else "in"
-        super().__init__(
-            f"Non-finite {what} at batch {batch} in replicate(s) "
-            f"{', '.join(map(str, replicates))}, {where} {', '.join(terms)}; "
-            f"training stopped. {resume_hint} Running again unchanged would diverge "
-            "again: lower optimizer.learning_rate, set optimizer.clip_global_norm or "
-            "reduce the noise, then run again (with changed settings training starts "
-            "afresh; checkpoints of other settings are never resumed)."
-        )
 
 
 class Trainer:
@@ -104,6 +89,9 @@ class Trainer:
     - `ensemble`: the initial ensemble (replicate axis first).
     - `task`: the task whose inputs the network receives.
     - `config`: the training config.
+    - `constraint_key`: draws the weight constraints' fixed data (connectivity masks);
+      needed when ``config.constraints`` has any. The ensemble is constrained before
+      training and after every update.
     - `vectorize_replicates`: train a device's replicates as one batched (vmapped)
       program rather than one after another. By default only off the CPU: a GPU
       needs the batch to be busy, while XLA's CPU backend runs plain matmuls faster
@@ -117,9 +105,11 @@ class Trainer:
         task: Task,
         config: TrainConfig,
         *,
+        constraint_key: PRNGKeyArray | None = None,
         vectorize_replicates: bool | None = None,
     ):
         self.task, self.config = task, config
+        self.isolate = config.on_divergence == "isolate"
         if vectorize_replicates is None:
             vectorize_replicates = jax.default_backend() != "cpu"
         self.n_replicates = n_replicates(ensemble)
@@ -128,7 +118,15 @@ class Trainer:
                 f"the ensemble has {self.n_replicates} replicates but train.n_replicates "
                 f"is {config.n_replicates}"
             )
-        selected = trainable_filter(ensemble, config.trainable, "train.trainable")
+        if config.constraints and constraint_key is None:
+            raise ValueError("train.constraints are set: give the Trainer a constraint_key")
+        self.constraints = Constraints(
+            config.constraints,
+            ensemble,
+            jax.random.key(0) if constraint_key is None else constraint_key,
+        )
+        ensemble = self.constraints.apply_ensemble(ensemble)
+        selected = self.selected = trainable_filter(ensemble, config.trainable, "train.trainable")
         params, rest = eqx.partition(ensemble, selected)
         self.initial_params = params
         self.frozen, self.static = eqx.partition(rest, eqx.is_array)
@@ -139,15 +137,20 @@ class Trainer:
         self.schedule = learning_rate_schedule(config.optimizer, config.n_batches)
         self.run_chunk = jax.jit(self._chunk)
         self.validate = jax.jit(self._validate)
-        self.finite_params = jax.jit(_finite_per_replicate)
+        self.keep_best = jax.jit(_keep_best)
 
     def init(self, key: PRNGKeyArray) -> TrainState:
         """The state before the first batch; `key` seeds the per-batch noise."""
+        per_replicate = (self.n_replicates,)
         return TrainState(
             params=self.initial_params,
             opt_state=jax.vmap(self.optimizer.init)(self.initial_params),
             step=jnp.asarray(0, jnp.int32),
             key=key,
+            diverged_at=jnp.full(per_replicate, HEALTHY, jnp.int32),
+            best_params=self.initial_params,
+            best_loss=jnp.full(per_replicate, jnp.inf, jnp.float32),
+            best_batch=jnp.full(per_replicate, -1, jnp.int32),
         )
 
     def ensemble(self, params: Any) -> eqx.Module:
@@ -161,13 +164,34 @@ class Trainer:
         terms = loss_terms(self.config.loss, rollouts, targets)
         return total_loss(self.config.loss, terms), terms
 
-    def _update(self, params, opt_state, frozen, trials: Trials, key):
-        def one(params, opt_state, frozen, trials, key):
+    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy):
+        """One batch's update of every replicate; a replicate not `healthy`, or whose
+        loss or new parameters are not finite, keeps its parameters and optimizer
+        state. Returns those, the losses (NaN where not healthy) and whether each
+        replicate's update was kept."""
+
+        def one(params, opt_state, fixed, trials, key, healthy):
+            frozen, prepared = fixed
             (total, terms), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
                 params, frozen, trials, key
             )
-            updates, opt_state = self.optimizer.update(grads, opt_state, params)
-            return eqx.apply_updates(params, updates), opt_state, {**terms, "total": total}
+            updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
+            new_params = eqx.apply_updates(params, updates)
+            if self.constraints:
+                model = self.constraints.apply(
+                    eqx.combine(new_params, frozen, self.static), prepared
+                )
+                new_params = eqx.filter(model, self.selected)
+            losses = {**terms, "total": total}
+            # Watching the losses in the update costs XLA's CPU backend ~15% per batch
+            # at the tutorial size (the parameters cost nothing), so only isolation,
+            # which must not take a step from a non-finite loss, watches them here; a
+            # stopping run finds a non-finite loss among the recorded ones.
+            watched = (losses, new_params) if self.isolate else new_params
+            ok = healthy & all_finite(watched)
+            params, opt_state = keep_where(ok, (new_params, new_opt_state), (params, opt_state))
+            losses = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), losses)
+            return params, opt_state, losses, ok
 
         keys = self.layout.spread(jax.random.split(key, self.n_replicates))
         shared = self.config.shared_trials
@@ -178,22 +202,16 @@ class Trainer:
         # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
         # (2.4x at the tutorial size), and its arithmetic does not depend on how many
         # replicates share a device, so a sharded run is bitwise-identical to one device.
-        def local(params, opt_state, frozen, trials, keys):
-            batch_size = self._replicates_per_step
-            if shared:
-                return jax.lax.map(
-                    lambda xs: one(xs[0], xs[1], xs[2], trials, xs[3]),
-                    (params, opt_state, frozen, keys),
-                    batch_size=batch_size,
-                )
-            return jax.lax.map(
-                lambda xs: one(*xs),
-                (params, opt_state, frozen, trials, keys),
-                batch_size=batch_size,
-            )
+        def local(params, opt_state, fixed, trials, keys, healthy):
+            def replicate(xs):
+                params, opt_state, fixed, key, healthy, *own = xs
+                return one(params, opt_state, fixed, own[0] if own else trials, key, healthy)
+
+            xs = (params, opt_state, fixed, keys, healthy, *(() if shared else (trials,)))
+            return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
 
         return self.layout.per_device(local, replicated_args=(3,) if shared else ())(
-            params, opt_state, frozen, trials, keys
+            params, opt_state, fixed, trials, keys, healthy
         )
 
     def _chunk(
@@ -211,18 +229,27 @@ class Trainer:
         learning rates `(chunk,)`, NaN at skipped steps.
         """
 
-        spread, frozen = self.layout.spread, self.layout.spread(self.frozen)
+        spread = self.layout.spread
+        # What each replicate's update reads but never changes.
+        fixed = spread((self.frozen, self.constraints.prepared))
         if not self.config.shared_trials:
             trials = spread(trials, axis=1)
         if active is None:
             active = jnp.ones(batch_index.shape, bool)
 
         def step(carry, batch_trials, batch):
-            params, opt_state = carry
-            params, opt_state, losses = self._update(
-                params, opt_state, frozen, batch_trials, jax.random.fold_in(state.key, batch)
+            params, opt_state, diverged_at = carry
+            healthy = diverged_at == HEALTHY
+            params, opt_state, losses, ok = self._update(
+                params,
+                opt_state,
+                fixed,
+                batch_trials,
+                jax.random.fold_in(state.key, batch),
+                healthy,
             )
-            return (params, opt_state), (losses, self.schedule(batch))
+            diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
+            return (params, opt_state, diverged_at), (losses, self.schedule(batch))
 
         def body(carry, xs):
             batch_trials, batch, is_active = xs
@@ -233,14 +260,18 @@ class Trainer:
 
             return jax.lax.cond(is_active, step, skip, carry, batch_trials, batch)
 
-        (params, opt_state), (losses, lr) = jax.lax.scan(
+        carry, (losses, lr) = jax.lax.scan(
             body,
-            (spread(state.params), spread(state.opt_state)),
+            spread((state.params, state.opt_state, state.diverged_at)),
             (trials, batch_index, active),
         )
-        params, opt_state = self.layout.gather((params, opt_state))
+        params, opt_state, diverged_at = self.layout.gather(carry)
         n_done = jnp.sum(active, dtype=state.step.dtype)
-        new_state = TrainState(params, opt_state, state.step + n_done, state.key)
+        new_state = eqx.tree_at(
+            lambda s: (s.params, s.opt_state, s.diverged_at, s.step),
+            state,
+            (params, opt_state, diverged_at, state.step + n_done),
+        )
         return new_state, self.layout.gather(losses, axis=1), lr
 
     def _validate(self, params, trials: Trials, key):
@@ -316,15 +347,27 @@ def run_id(fingerprint: dict[str, Any]) -> str:
     return json_digest(fingerprint)
 
 
-def _finite_per_replicate(params: Any) -> Array:
-    """Whether every parameter of each replicate is finite, `(replicate,)`."""
-    leaves = [x for x in jax.tree.leaves(params) if eqx.is_inexact_array(x)]
-    per_leaf = [jnp.all(jnp.isfinite(x.reshape(x.shape[0], -1)), axis=1) for x in leaves]
-    return jnp.all(jnp.stack(per_leaf), axis=0)
+def _keep_best(state: TrainState, loss: Float[Array, " replicate"], batch) -> TrainState:
+    """`state` with each replicate's best parameters replaced by its current ones where
+    `loss` (validation, after `batch` batches; NaN never is) beats its best so far."""
+    better = loss < state.best_loss
+
+    def pick(new, old):
+        return jnp.where(better.reshape(-1, *[1] * (new.ndim - 1)), new, old)
+
+    return eqx.tree_at(
+        lambda s: (s.best_params, s.best_loss, s.best_batch),
+        state,
+        (
+            jax.tree.map(pick, state.params, state.best_params),
+            jnp.where(better, loss, state.best_loss),
+            jnp.where(better, batch, state.best_batch),
+        ),
+    )
 
 
 def _format_losses(losses: dict[str, np.ndarray]) -> str:
-    return "  ".join(f"{name} {float(np.mean(value)):.3g}" for name, value in losses.items())
+    return "  ".join(f"{name} {np.nanmean(value):.3g}" for name, value in losses.items())
 
 
 def train(
@@ -368,12 +411,18 @@ def train(
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
     SIGTERM or SIGUSR1 (in the main thread) make it checkpoint after the running
-    compiled call and raise :class:`TrainingPreempted`. Raises :class:`NonFiniteLossError` when a loss or a parameter becomes NaN/inf;
-    nothing is checkpointed from a non-finite state and the newest checkpoint before
-    it is kept.
+    compiled call and raise :class:`TrainingPreempted`.
+
+    When a replicate's loss or parameters become NaN/inf, ``config.on_divergence``
+    decides: ``stop`` raises :class:`NonFiniteLossError` (nothing is checkpointed from
+    that state; the newest checkpoint before it is kept); ``isolate`` freezes that
+    replicate at its last finite parameters, flags it (``diverged_at``), records its
+    later losses as NaN and trains the others on, bitwise as if it had not diverged.
+    Each replicate's parameters with the lowest validation loss are kept as well
+    (:attr:`TrainResult.best_ensemble`).
     """
     _check_trials(trials, config, task)
-    trainer = Trainer(ensemble, task, config)
+    trainer = Trainer(ensemble, task, config, constraint_key=jax.random.fold_in(key, 2))
     plan = TrainingPlan(config)
     noise_key, validation_key = jax.random.split(key)
     state = trainer.init(noise_key)
@@ -399,21 +448,31 @@ def train(
     identity = run_id(fingerprint)
     record = {"parameters": parameter_table(trainer.initial_params), **environment()}
     checkpoints = _open_checkpoints(checkpoint_dir, identity, fingerprint, config, restart)
+    policy = DivergencePolicy(config.on_divergence, lambda: _resume_hint(checkpoints))
+
+    def validated(state: TrainState, batch: int) -> tuple[TrainState, dict[str, np.ndarray]]:
+        """`state` after its validation at `batch` (a replicate with a non-finite loss
+        frozen there, the best parameters kept) and the losses (NaN once diverged)."""
+        losses = jax.tree.map(
+            np.asarray, trainer.validate(state.params, validation_trials, validation_key)
+        )
+        diverged_at = np.asarray(state.diverged_at)
+        frozen_here = policy.after_validation(diverged_at, losses["total"], batch)
+        if frozen_here.any():
+            diverged_at = np.where(frozen_here, batch, diverged_at).astype(np.int32)
+            state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
+        losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
+        state = trainer.keep_best(state, jnp.asarray(losses["total"]), batch)
+        _record_validation(history, batch, losses)
+        return state, losses
+
     with StepTimer() as timer, PreemptionWatch() as preemption, _closing(checkpoints):
         done, state, history = _resume(checkpoints, state, history, config)
         record["resumed_from_batch"] = done
         logger.info("Run record:\n%s", describe_record(record))
-        validate, run_chunk = trainer.validate, trainer.run_chunk
-        last_validation = np.nan
         if done == 0:
-            initial = validate(state.params, validation_trials, validation_key)
-            _raise_if_non_finite(
-                jax.tree.map(lambda v: np.asarray(v)[None], initial),
-                0,
-                checkpoints,
-                what="validation loss",
-            )
-            _record_validation(history, 0, initial)
+            state, _ = validated(state, 0)
+            _record_status(history, state)
         bar = tqdm(
             total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
         )
@@ -421,50 +480,32 @@ def train(
             for start, stop in plan.chunks(done):
                 kill_point("chunk")
                 with timer.chunk(stop - start):
-                    new_state, losses, lr = run_chunk(
+                    new_state, losses, lr = trainer.run_chunk(
                         trainer.layout.place(state), *_chunk_inputs(host_trials, start, stop, plan)
                     )
                     losses = {k: np.asarray(v)[: stop - start] for k, v in losses.items()}
-                _raise_if_non_finite(losses, start, checkpoints)
-                _raise_if_non_finite_params(
-                    np.asarray(trainer.finite_params(new_state.params)), stop - 1, checkpoints
+                policy.after_update(
+                    np.asarray(state.diverged_at), np.asarray(new_state.diverged_at), losses, start
                 )
                 val_losses = None
                 if plan.validates_at(stop):
-                    val_losses = jax.tree.map(
-                        np.asarray, validate(new_state.params, validation_trials, validation_key)
-                    )
-                    _raise_if_non_finite(
-                        jax.tree.map(lambda v: v[None], val_losses),
-                        stop,
-                        checkpoints,
-                        what="validation loss",
-                    )
+                    new_state, val_losses = validated(new_state, stop)
                 state = new_state
                 for name, value in losses.items():
                     history["loss"][name][start:stop] = value
                 history["learning_rate"][start:stop] = np.asarray(lr)[: stop - start]
-                if val_losses is not None:
-                    index = int(np.searchsorted(history["validation_step"], stop))
-                    _record_validation(history, index, val_losses)
-                    last_validation = float(np.mean(val_losses["total"]))
+                _record_status(history, state)
                 bar.update(stop - start)
-                bar.set_postfix(loss=f"{float(np.mean(losses['total'][-1])):.3g}")
+                bar.set_postfix(loss=f"{np.nanmean(losses['total'][-1]):.3g}")
                 if plan.logs_at(stop):
-                    logger.info(
-                        "batch %d/%d  train: %s%s",
-                        stop,
-                        config.n_batches,
-                        _format_losses({k: v[-1] for k, v in losses.items()}),
-                        "" if val_losses is None else f"  validation: {_format_losses(val_losses)}",
-                    )
+                    logger.info("%s", _log_line(stop, config.n_batches, losses, val_losses, state))
                 if checkpoints is not None and (plan.checkpoints_at(stop) or preemption.requested):
                     checkpoints.save(
                         stop,
                         state=state,
                         history=jax.tree.map(np.copy, history),
                         # Ranks the checkpoints for keeping: unvalidated ones rank last.
-                        loss=last_validation if val_losses is not None else np.inf,
+                        loss=np.inf if val_losses is None else np.nanmean(val_losses["total"]),
                     )
                     kill_point("checkpoint")
                 if preemption.requested and stop < config.n_batches:
@@ -481,11 +522,32 @@ def train(
     logger.info("Training done:\n%s", describe_record(record))
     return TrainResult(
         ensemble=trainer.ensemble(state.params),
+        best_ensemble=trainer.ensemble(state.best_params),
         history=history,
         state=state,
         run_id=identity,
         record=record,
     )
+
+
+def _log_line(
+    stop: int,
+    n_batches: int,
+    losses: dict[str, np.ndarray],
+    validation: dict[str, np.ndarray] | None,
+    state: TrainState,
+) -> str:
+    """The progress log line after `stop` batches: the last batch's training losses, the
+    validation losses (when measured) and the diverged replicates (if any)."""
+    line = (
+        f"batch {stop}/{n_batches}  train: {_format_losses({k: v[-1] for k, v in losses.items()})}"
+    )
+    if validation is not None:
+        line += f"  validation: {_format_losses(validation)}"
+    diverged = np.flatnonzero(np.asarray(state.diverged_at) != HEALTHY)
+    if diverged.size:
+        line += f"  diverged replicate(s): {', '.join(map(str, diverged))}"
+    return line
 
 
 @contextlib.contextmanager
@@ -578,9 +640,18 @@ def _chunk_inputs(
     return jax.tree.map(batches, trials), index, index < stop
 
 
-def _record_validation(history: History, index: int, validation: dict[str, Array]) -> None:
+def _record_validation(history: History, batch: int, validation: dict[str, np.ndarray]) -> None:
+    index = int(np.searchsorted(history["validation_step"], batch))
     for name, value in validation.items():
-        history["validation"][name][index] = np.asarray(value)
+        history["validation"][name][index] = value
+
+
+def _record_status(history: History, state: TrainState) -> None:
+    """Copy the replicates' divergence and best-validation status into `history`."""
+    history["diverged_at"][:] = np.asarray(state.diverged_at)
+    history["best_batch"][:] = np.asarray(state.best_batch)
+    best = np.asarray(state.best_loss)
+    history["best_validation_loss"][:] = np.where(np.isfinite(best), best, np.nan)
 
 
 def _resume_hint(checkpoints: Checkpoints | None) -> str:
@@ -590,45 +661,3 @@ def _resume_hint(checkpoints: Checkpoints | None) -> str:
     if latest is None:
         return f"No checkpoint had been written yet in {checkpoints.directory}."
     return f"The last good checkpoint (batch {latest}) is kept in {checkpoints.directory}."
-
-
-def _raise_if_non_finite(
-    losses: dict[str, np.ndarray],
-    start: int,
-    checkpoints: Checkpoints | None,
-    *,
-    what: str = "training loss",
-) -> None:
-    """Raise for the first batch of `losses` (`(chunk, replicate)` per term) that is not finite."""
-    bad = np.logical_or.reduce([~np.isfinite(value) for value in losses.values()])
-    if not bad.any():
-        return
-    offset = int(np.argmax(bad.any(axis=1)))
-    replicates = [int(r) for r in np.flatnonzero(bad[offset])]
-    terms = [
-        name
-        for name, value in losses.items()
-        if name != "total" and not np.isfinite(value[offset]).all()
-    ] or ["total"]
-    raise NonFiniteLossError(
-        batch=start + offset,
-        replicates=replicates,
-        terms=terms,
-        resume_hint=_resume_hint(checkpoints),
-        what=what,
-    )
-
-
-def _raise_if_non_finite_params(
-    finite: np.ndarray, batch: int, checkpoints: Checkpoints | None
-) -> None:
-    """Raise when the update of `batch` left some replicate's parameters non-finite."""
-    if finite.all():
-        return
-    raise NonFiniteLossError(
-        batch=batch,
-        replicates=[int(r) for r in np.flatnonzero(~finite)],
-        terms=["the trainable parameters"],
-        resume_hint=_resume_hint(checkpoints),
-        what="parameters",
-    )

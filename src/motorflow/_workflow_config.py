@@ -134,9 +134,14 @@ class EvaluationConfig(Block):
     `conditions` maps a name to a list of perturbations (an empty list: none); every
     experiment runs its center-out reaches in each condition, in order, with the same
     noise. A condition's settings that are ranges are drawn per trial from the
-    experiment's seed.
+    experiment's seed. `model` chooses the trained model evaluated: the ``final`` one
+    or, per replicate, the ``best`` by validation loss.
     """
 
+    model: Literal["final", "best"] = Field(
+        "final",
+        description="evaluate the final model, or each replicate at its best validation loss",
+    )
     goal_radius: PositiveNumber = Field(
         0.05,
         description="distance to the goal within which a reach counts as settled (movement time)",

@@ -76,6 +76,12 @@ def parent_model(wildcards):
     return [f"{RESULTS}/{parent}/model"] if parent else []
 
 
+def evaluated_model(wildcards):
+    """The trained model evaluate runs: final, or best (`evaluation.model`)."""
+    name = "model_best" if SETTINGS.evaluation.model == "best" else "model"
+    return f"{RESULTS}/{wildcards.experiment}/{name}"
+
+
 def stage_threads(stage):
     return getattr(SETTINGS.resources, stage).threads
 

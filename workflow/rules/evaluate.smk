@@ -1,7 +1,8 @@
 rule evaluate:
     """Run the trained ensemble on the center-out set: states and reach metrics."""
     input:
-        model=rules.train.output.model,
+        # evaluation.model: the final model, or each replicate's best.
+        model=evaluated_model,
         eval=trials_store("eval"),
     output:
         states=directory(f"{RESULTS}/{{experiment}}/states.zarr"),

@@ -11,6 +11,8 @@ rule train:
         init=parent_model,
     output:
         model=directory(f"{RESULTS}/{{experiment}}/model"),
+        # Each replicate's parameters at its lowest validation loss.
+        model_best=directory(f"{RESULTS}/{{experiment}}/model_best"),
         history=directory(f"{RESULTS}/{{experiment}}/history.zarr"),
     log:
         f"{RESULTS}/logs/train/{{experiment}}.log",

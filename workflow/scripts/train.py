@@ -17,6 +17,7 @@ with mf.stage_logging(snakemake.log[0]):  # noqa: F821
         eval_path=snakemake.input.eval,  # noqa: F821
         model_path=model_path,
         history_path=snakemake.output.history,  # noqa: F821
+        best_model_path=snakemake.output.model_best,  # noqa: F821
         checkpoint_dir=model_path.parent / "checkpoints",
         # The trained model of the experiment it starts from (init_from), if any.
         init_path=snakemake.input.init[0] if snakemake.input.init else None,  # noqa: F821
