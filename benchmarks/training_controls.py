@@ -59,7 +59,7 @@ def plain_chunk(trainer: mf.Trainer):
         def body(carry, xs):
             batch_trials, batch = xs
             params, opt_state, losses, _ = trainer._update(
-                *carry, fixed, batch_trials, jax.random.fold_in(state.key, batch), healthy
+                *carry, fixed, batch_trials, jax.random.fold_in(state.key, batch), healthy, batch
             )
             return (params, opt_state), losses
 

@@ -305,6 +305,36 @@ CASES = {
         "trainings.quick.constraints[0].density",
         ["a number > 0", "got 0"],
     ),
+    "a stage at the first batch": (
+        at("trainings.quick.stages", [{"at": 0, "trainable": ["network"]}]),
+        "trainings.quick.stages[0].at",
+        ["an integer >= 1", "got 0"],
+    ),
+    "stages out of order": (
+        at(
+            "trainings.quick.stages",
+            [{"at": 8, "trainable": ["network"]}, {"at": 4, "trainable": ["network.readout"]}],
+        ),
+        "trainings.quick.stages[1].at",
+        ["after the previous one (batch 8)", "got 4"],
+    ),
+    "a stage after the last batch": (
+        at("trainings.quick.stages", [{"at": 20, "trainable": ["network"]}]),
+        "trainings.quick.stages[0].at",
+        ["before the last batch (20)"],
+    ),
+    "a stage training no part of the model": (
+        at("trainings.quick.stages", [{"at": 5, "trainable": ["network.decoder"]}]),
+        "experiments.quiet.training.stages[0].trainable",
+        ["'network.decoder'", "cell, readout"],
+    ),
+    "a learning rate of a part that never trains": (
+        lambda config: config["trainings"]["quick"].update(
+            trainable=["network.readout"], optimizer={"learning_rates": {"network.cell": 0.1}}
+        ),
+        "experiments.quiet.training.optimizer.learning_rates.network.cell",
+        ["selects no parameter that trains"],
+    ),
     "unknown evaluated model": (
         at("evaluation.model", "last"),
         "evaluation.model",

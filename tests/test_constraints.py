@@ -84,8 +84,17 @@ def test_constraints_hold_from_initialisation_and_after_every_update(tiny):
     assert np.isclose(radius(trainer.ensemble(state.params).network.cell.weight_rec), CAP).any()
 
 
-def test_constrained_training_resumes_bitwise_and_evaluates_constrained(tiny, tmp_path):
-    setup = tiny(network={"cell": "leaky"}, constraints=CONSTRAINED, on_divergence="isolate")
+def test_training_with_every_control_resumes_bitwise_and_stays_constrained(tiny, tmp_path):
+    setup = tiny(
+        network={"cell": "leaky"},
+        constraints=CONSTRAINED,
+        on_divergence="isolate",
+        trainable=["network.readout"],
+        stages=[{"at": 15, "trainable": ["network"]}],
+        optimizer={"learning_rates": {"network.cell": 0.003}, "clip_global_norm": 1.0},
+        validation={"every": 5},
+        checkpoint={"exponential": {"start": 3}},
+    )
     reference = setup.train()
     directory = tmp_path / "checkpoints"
     with pytest.raises(RuntimeError):

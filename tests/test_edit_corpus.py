@@ -171,6 +171,14 @@ CORPUS = {
     ),
     "divergence isolated": (at("trainings.quick.on_divergence", "isolate"), TRAIN),
     "weight constraints": (constrained_rnn, TRAIN),
+    "a training stage": (
+        at("trainings.quick.stages", [{"at": 5, "trainable": ["network.readout"]}]),
+        TRAIN,
+    ),
+    "a part's learning rate": (
+        at("trainings.quick.optimizer.learning_rates", {"network.cell": 0.001}),
+        TRAIN,
+    ),
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
     # a chain: the child's own settings say where it starts (its input, the parent's
     # model, reruns it whenever the parent reruns)

@@ -58,7 +58,7 @@ BASE = {
     "experiments": {
         "same": experiment(),
         "leaky": experiment(model={"network": {"cell": "leaky"}}),
-        **{name: experiment() for name in ("model", "cell", "pert", "kind")},
+        **{name: experiment() for name in ("delay", "model", "cell", "pert", "kind")},
         "lr": experiment(),
         # A chain: editing `lr` reruns its descendants, the last continuing the optimizer.
         "lr_child": experiment(init_from="lr"),
@@ -74,11 +74,13 @@ BASE = {
 
 # Experiment -> its override after the edit; each changes one setting.
 EDITS = {
-    # Settings without weights, edited together (which edit reruns which job, one
-    # setting at a time, is tests/test_edit_corpus.py's dry-run corpus).
+    # One setting alone (its dry-run reason names it, before and now), then the other
+    # settings without weights together (which edit reruns which job, one setting at a
+    # time, is tests/test_edit_corpus.py's dry-run corpus).
+    "delay": {"model": {"feedback": {"delay": 2}}},
     "model": {
         "model": {
-            "feedback": {"delay": 2, "noise_std": 0.1},
+            "feedback": {"noise_std": 0.1},
             "network": {"hidden_noise_std": 0.05},
             "plant": {"mass": 1.5, "damping": 0.3},
             "dt": 0.04,

@@ -259,11 +259,12 @@ def test_isolation_freezes_a_diverged_replicate_and_trains_the_others_as_if_none
         jax.tree.map(lambda x: x[..., healthy], result.history["loss"]),
         jax.tree.map(lambda x: x[..., healthy], reference.history["loss"]),
     )
-    # The diverged replicate keeps its parameters after batches 0..4.
+    # The diverged replicate keeps its parameters after batches 0..4 (run by the
+    # program train runs: the plan's chunk, its other steps skipped).
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
-    batches = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :5], 0, 1), setup.trials)
     noise_key = jax.random.split(setup.train_key)[0]
-    after_five, _, _ = trainer.run_chunk(trainer.init(noise_key), batches, jnp.arange(5))
+    inputs = _chunk_inputs(setup.trials, 0, 5, mf.TrainingPlan(setup.config))
+    after_five, _, _ = trainer.run_chunk(trainer.init(noise_key), *inputs)
     assert_trees_equal(replicates(result.state.params, 1), replicates(after_five.params, 1))
     loss = result.history["loss"]["total"][:, 1]
     assert np.isfinite(loss[:5]).all() and np.isnan(loss[5:]).all()
@@ -354,3 +355,59 @@ def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, c
     assert 0 < timing["seconds_per_batch_p10"] <= timing["seconds_per_batch_median"]
     assert timing["seconds_per_batch_median"] <= timing["seconds_per_batch_p90"]
     assert "seconds per batch: median" in caplog.text
+
+
+def states_at_chunk_ends(setup):
+    """The train state after each of the plan's chunks, run as `train` runs them."""
+    trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
+    plan = mf.TrainingPlan(setup.config)
+    state = trainer.init(jax.random.split(setup.train_key)[0])
+    states = {0: state}
+    for start, stop in plan.chunks(0):
+        state, _, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
+        states[stop] = state
+    return states
+
+
+def test_a_stage_trains_only_its_parts_and_each_part_keeps_its_optimizer_state(tiny):
+    setup = tiny(trainable=["network.readout"], stages=[{"at": 20, "trainable": ["network"]}])
+    states = states_at_chunk_ends(setup)
+    first, switched, last = states[0], states[20], states[40]
+
+    def cell(tree):
+        return tree.network.cell
+
+    # Before the switch the cell is bit-identical and its optimizer state untouched.
+    assert_trees_equal(cell(switched.params), cell(first.params))
+    assert_trees_equal(cell(switched.opt_state), cell(first.opt_state))
+    assert not np.array_equal(
+        switched.params.network.readout.weight, first.params.network.readout.weight
+    )
+    # Each array counts its own steps: the readout's continue across the switch.
+    (readout_adam, _) = last.opt_state.network.readout.weight
+    (cell_adam, _) = last.opt_state.network.cell.gru.weight_hh
+    assert readout_adam.count.tolist() == [40] * 3 and cell_adam.count.tolist() == [20] * 3
+    assert not np.array_equal(cell(last.params).gru.weight_hh, cell(first.params).gru.weight_hh)
+    result = setup.train()
+    assert_trees_equal(result.state.params, last.params)
+
+
+def test_a_parts_learning_rate_scales_its_steps(tiny):
+    sgd = {"name": "sgd", "learning_rate": 0.01}
+    steps = []
+    for optimizer in (sgd, {**sgd, "learning_rates": {"network.readout": 0.001}}):
+        setup = tiny(optimizer=optimizer)
+        trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
+        first = trainer.init(setup.train_key)
+        batch = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :1], 0, 1), setup.trials)
+        after, _, _ = trainer.run_chunk(first, batch, jnp.array([0]))
+        steps.append(
+            jax.tree.map(lambda a, b: np.asarray(a, np.float64) - b, after.params, first.params)
+        )
+    plain, grouped = steps
+    # Plain SGD steps by -rate * gradient: a tenth of the rate, a tenth of the step.
+    np.testing.assert_allclose(
+        grouped.network.readout.weight, 0.1 * plain.network.readout.weight, rtol=1e-3, atol=1e-8
+    )
+    assert np.abs(plain.network.readout.weight).max() > 1e-5
+    assert_trees_equal(grouped.network.cell, plain.network.cell)

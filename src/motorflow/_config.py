@@ -124,11 +124,24 @@ class ScheduleConfig(Block):
     decay_steps: PositiveInt = 1000
 
 
+# Trainable parts are dotted attribute paths into the model.
+TRAINABLE_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+ModelPath = Annotated[Text, StringConstraints(pattern=TRAINABLE_PATH)]
+
+
 class OptimizerConfig(Block):
-    """Optax optimizer: `name`, `learning_rate`, schedule and optional clipping."""
+    """Optax optimizer: `name`, `learning_rate`, schedule and optional clipping.
+
+    `learning_rates` gives parts of the model (paths, as in `trainable`) a peak rate
+    of their own; the schedule scales it as it scales `learning_rate`. Where paths
+    nest, the longer one decides.
+    """
 
     name: Literal["adam", "adamw", "sgd"] = "adam"
     learning_rate: PositiveNumber = 1e-2
+    learning_rates: dict[ModelPath, PositiveNumber] = Field(
+        {}, max_length=20, description="a peak learning rate per part of the model"
+    )
     weight_decay: NonNegativeNumber = 1e-4
     momentum: NonNegativeNumber = Field(0.0, lt=1)
     clip_global_norm: PositiveNumber | None = None
@@ -138,14 +151,21 @@ class OptimizerConfig(Block):
 # Training keys that shape only the resume state (checkpoints) and the log, never the
 # results.
 RESUME_ONLY_KEYS = ("checkpoint", "keep_checkpoints", "log")
-# Trainable parts are dotted attribute paths into the model.
-TRAINABLE_PATH = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$"
+
+
+class StageConfig(Block):
+    """A training stage: from batch `at` on, only the `trainable` parts train (the others
+    keep their values and their optimizer state until a later stage trains them)."""
+
+    at: PositiveInt
+    trainable: tuple[ModelPath, ...] = Field(min_length=1)
 
 
 class TrainConfig(Block):
     """How an ensemble trains.
 
-    `trainable` lists paths into the model (``network``, ``network.readout``, ...).
+    `trainable` lists paths into the model (``network``, ``network.readout``, ...) that
+    train from the first batch; `stages` change that set at given batches.
     Three schedules (see :mod:`motorflow._schedule`) say when the validation loss is
     measured (`validation`, also before the first batch and after the last), when a
     log line is written (`log`) and when a checkpoint is (`checkpoint`, also after
@@ -167,8 +187,9 @@ class TrainConfig(Block):
     n_batches: PositiveInt = 1000
     batch_size: PositiveInt = 250
     shared_trials: Boolean = False
-    trainable: tuple[Annotated[Text, StringConstraints(pattern=TRAINABLE_PATH)], ...] = Field(
-        ("network",), min_length=1
+    trainable: tuple[ModelPath, ...] = Field(("network",), min_length=1)
+    stages: tuple[StageConfig, ...] = Field(
+        (), max_length=100, description="from given batches on, train other parts"
     )
     optimizer: OptimizerConfig = OptimizerConfig()
     loss: LossConfig = LossConfig()
@@ -192,7 +213,23 @@ class TrainConfig(Block):
     def _schedules_within_the_run(self) -> TrainConfig:
         for name in ("validation", "log", "checkpoint"):
             getattr(self, name).check_batches(self.n_batches, name)
+        previous = 0
+        for index, stage in enumerate(self.stages):
+            if not previous < stage.at < self.n_batches:
+                raise ConfigError(
+                    f"stages[{index}].at",
+                    f"a stage starts after the previous one (batch {previous}) and before "
+                    f"the last batch ({self.n_batches}), got {stage.at}; `trainable` "
+                    "says what trains from batch 0",
+                )
+            previous = stage.at
         return self
+
+    @property
+    def trained_paths(self) -> tuple[str, ...]:
+        """Every path that trains in some stage, in order of first mention."""
+        paths = [*self.trainable, *(p for stage in self.stages for p in stage.trainable)]
+        return tuple(dict.fromkeys(paths))
 
     def result_settings(self) -> dict[str, Any]:
         """`to_dict` without the keys that shape only the resume state and the log

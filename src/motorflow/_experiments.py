@@ -31,7 +31,7 @@ from ._config_base import ConfigError, config_error, merge_settings, over_block
 from ._ensemble import build_model, make_ensemble
 from ._identity import canonical_json, json_digest
 from ._task import Task
-from ._trainable import trainable_filter
+from ._trainable import either, learning_rate_scales, trained_subsets
 from ._workflow_config import ExperimentSpec, SweepSpec, WorkflowConfig, parse_config
 
 BLOCKS = {
@@ -234,7 +234,13 @@ def _resolve_one(
         n_task_inputs=Task(blocks["task"]).n_inputs,
         key=jax.eval_shape(lambda: jax.random.key(0)),
     )
-    trainable_filter(model, blocks["training"].trainable, f"{path}.training.trainable")
+    subsets = trained_subsets(model, blocks["training"], f"{path}.training")
+    learning_rate_scales(
+        model,
+        either([subset for _, subset in subsets]),
+        blocks["training"].optimizer,
+        f"{path}.training.optimizer",
+    )
     return Experiment(
         name=name,
         task_name=spec.task,
@@ -266,9 +272,9 @@ def _state_layout(train: TrainConfig) -> dict[str, Any]:
     optimizer = train.optimizer
     return {
         "optimizer.name": optimizer.name,
-        "optimizer.clip_global_norm": optimizer.clip_global_norm is not None,
         "optimizer.momentum": optimizer.name == "sgd" and optimizer.momentum > 0,
-        "trainable": train.trainable,
+        # Every array that trains in some stage has a state.
+        "trained": sorted(train.trained_paths),
     }
 
 

@@ -177,14 +177,6 @@ def train_experiment(
         "diverged_at": history.diverged_at.values.tolist(),
         "best_batch": history.best_batch.values.tolist(),
     }
-    if best_model_path is not None:
-        save_ensemble(
-            best_model_path,
-            result.best_ensemble,
-            experiment.model,
-            n_task_inputs=task.n_inputs,
-            training={"parameters": "best", **status},
-        )
     save_ensemble(
         model_path,
         result.ensemble,
@@ -193,6 +185,14 @@ def train_experiment(
         optimizer_state=result.state.opt_state,
         training={"parameters": "final", **status},
     )
+    if best_model_path is not None:
+        save_ensemble(
+            best_model_path,
+            result.best_ensemble,
+            experiment.model,
+            n_task_inputs=task.n_inputs,
+            training={"parameters": "best", **status},
+        )
     store.record_outputs(result.run_id)
     logger.info("Wrote the model to %s and the history to %s", model_path, history_path)
 

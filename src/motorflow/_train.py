@@ -31,13 +31,13 @@ from ._faults import kill_point
 from ._history import History, empty_history
 from ._identity import code_version, json_digest, tree_digest
 from ._losses import loss_terms, total_loss
-from ._optim import learning_rate_schedule, make_optimizer
+from ._optim import LeafOptimizer
 from ._plan import TrainingPlan
 from ._preemption import PreemptionWatch, TrainingPreempted
 from ._run_record import StepTimer, describe_record, environment, parameter_table
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
-from ._trainable import trainable_filter
+from ._trainable import either, learning_rate_scales, trained_subsets
 
 logger = logging.getLogger("motorflow")
 
@@ -126,15 +126,27 @@ class Trainer:
             jax.random.key(0) if constraint_key is None else constraint_key,
         )
         ensemble = self.constraints.apply_ensemble(ensemble)
-        selected = self.selected = trainable_filter(ensemble, config.trainable, "train.trainable")
+        # The stages' trainable subsets; the parameters are every array one trains.
+        subsets = trained_subsets(ensemble, config)
+        selected = self.selected = either([subset for _, subset in subsets])
         params, rest = eqx.partition(ensemble, selected)
+        self.stage_starts = jnp.asarray([start for start, _ in subsets], jnp.int32)
+        # Per parameter array, whether each stage trains it, `(stage,)`.
+        self.stage_tables = eqx.filter(
+            jax.tree.map(lambda *s: jnp.asarray(s), *[subset for _, subset in subsets]), selected
+        )
         self.initial_params = params
         self.frozen, self.static = eqx.partition(rest, eqx.is_array)
         self.layout = ReplicateLayout.over_devices(self.n_replicates)
         # lax.map's batch_size: all of a device's replicates at once, or one at a time.
         self._replicates_per_step = self.layout.n_padded if vectorize_replicates else None
-        self.optimizer = make_optimizer(config.optimizer, config.n_batches)
-        self.schedule = learning_rate_schedule(config.optimizer, config.n_batches)
+        scales = learning_rate_scales(ensemble, selected, config.optimizer)
+        self.optimizer = LeafOptimizer(
+            config.optimizer,
+            config.n_batches,
+            jax.tree.map(jnp.asarray, eqx.filter(scales, selected)),
+        )
+        self.schedule = self.optimizer.schedule
         self.run_chunk = jax.jit(self._chunk)
         self.validate = jax.jit(self._validate)
         self.keep_best = jax.jit(_keep_best)
@@ -164,19 +176,25 @@ class Trainer:
         terms = loss_terms(self.config.loss, rollouts, targets)
         return total_loss(self.config.loss, terms), terms
 
-    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy):
+    def _trained_in(self, batch: Int[Array, ""]) -> Any:
+        """Per parameter array, whether it trains in `batch` (its stage's subset)."""
+        stage = jnp.searchsorted(self.stage_starts, batch, side="right") - 1
+        return jax.tree.map(lambda table: table[stage], self.stage_tables)
+
+    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy, batch):
         """One batch's update of every replicate; a replicate not `healthy`, or whose
         loss or new parameters are not finite, keeps its parameters and optimizer
         state. Returns those, the losses (NaN where not healthy) and whether each
         replicate's update was kept."""
 
-        def one(params, opt_state, fixed, trials, key, healthy):
+        def one(params, opt_state, fixed, trials, key, healthy, batch):
             frozen, prepared = fixed
             (total, terms), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
                 params, frozen, trials, key
             )
-            updates, new_opt_state = self.optimizer.update(grads, opt_state, params)
-            new_params = eqx.apply_updates(params, updates)
+            new_params, new_opt_state = self.optimizer.step(
+                grads, opt_state, params, batch, self._trained_in(batch)
+            )
             if self.constraints:
                 model = self.constraints.apply(
                     eqx.combine(new_params, frozen, self.static), prepared
@@ -202,16 +220,18 @@ class Trainer:
         # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
         # (2.4x at the tutorial size), and its arithmetic does not depend on how many
         # replicates share a device, so a sharded run is bitwise-identical to one device.
-        def local(params, opt_state, fixed, trials, keys, healthy):
+        def local(params, opt_state, fixed, trials, keys, healthy, batch):
             def replicate(xs):
                 params, opt_state, fixed, key, healthy, *own = xs
-                return one(params, opt_state, fixed, own[0] if own else trials, key, healthy)
+                trials_here = own[0] if own else trials
+                return one(params, opt_state, fixed, trials_here, key, healthy, batch)
 
             xs = (params, opt_state, fixed, keys, healthy, *(() if shared else (trials,)))
             return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
 
-        return self.layout.per_device(local, replicated_args=(3,) if shared else ())(
-            params, opt_state, fixed, trials, keys, healthy
+        replicated = (3, 6) if shared else (6,)
+        return self.layout.per_device(local, replicated_args=replicated)(
+            params, opt_state, fixed, trials, keys, healthy, batch
         )
 
     def _chunk(
@@ -247,6 +267,7 @@ class Trainer:
                 batch_trials,
                 jax.random.fold_in(state.key, batch),
                 healthy,
+                batch,
             )
             diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
             return (params, opt_state, diverged_at), (losses, self.schedule(batch))

@@ -10,7 +10,7 @@ from typing import Any
 import equinox as eqx
 import jax
 
-from ._config import ConfigError
+from ._config import ConfigError, OptimizerConfig, TrainConfig
 
 
 def _getter(path: str):
@@ -57,3 +57,35 @@ def trainable_filter(model: Any, paths: Sequence[str], config_key: str = "traina
         if not any(jax.tree.leaves(jax.tree.map(_is_inexact, get(model)))):
             raise ConfigError(config_key, f"{path!r} selects no trainable (floating-point) arrays")
     return jax.tree.map(lambda selected, leaf: selected and _is_inexact(leaf), spec, model)
+
+
+def trained_subsets(model: Any, train: TrainConfig, path: str = "train") -> list[tuple[int, Any]]:
+    """Each stage's first batch and its trainable filter (like `model`): `trainable`
+    from batch 0, then each of `stages`. Raises :class:`ConfigError` for a bad path."""
+    subsets = [(0, trainable_filter(model, train.trainable, f"{path}.trainable"))]
+    for index, stage in enumerate(train.stages):
+        key = f"{path}.stages[{index}].trainable"
+        subsets.append((stage.at, trainable_filter(model, stage.trainable, key)))
+    return subsets
+
+
+def either(filters: Sequence[Any]) -> Any:
+    """The leaves selected by any of `filters` (bool trees of one structure)."""
+    return jax.tree.map(lambda *selected: any(selected), *filters)
+
+
+def learning_rate_scales(
+    model: Any, trained: Any, optimizer: OptimizerConfig, path: str = "train.optimizer"
+) -> Any:
+    """Per leaf of `model`, its group's learning rate over the optimizer's (1 outside
+    every group; the longest matching path decides). Raises :class:`ConfigError` for
+    a group that selects no trained array."""
+    scales = jax.tree.map(lambda _: 1.0, trained)
+    for group in sorted(optimizer.learning_rates, key=lambda p: p.count(".")):
+        key = f"{path}.learning_rates.{group}"
+        selected = trainable_filter(model, [group], key)
+        if not any(jax.tree.leaves(jax.tree.map(lambda s, t: s and t, selected, trained))):
+            raise ConfigError(key, f"{group!r} selects no parameter that trains in any stage")
+        factor = optimizer.learning_rates[group] / optimizer.learning_rate
+        scales = jax.tree.map(lambda s, old, f=factor: f if s else old, selected, scales)
+    return scales
