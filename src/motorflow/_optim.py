@@ -78,8 +78,9 @@ class LeafOptimizer:
         active: Any,
     ) -> tuple[Any, Any]:
         """New parameters and state after the update of `batch`, in which only the arrays
-        whose `active` flag (a tree of scalar bools like `params`) is set train."""
-        grads = jax.tree.map(lambda g, a: jnp.where(a, g, jnp.zeros_like(g)), grads, active)
+        whose `active` flag (a tree of scalar bools like `params`; None: all) is set train."""
+        if active is not None:
+            grads = jax.tree.map(lambda g, a: jnp.where(a, g, jnp.zeros_like(g)), grads, active)
         if self.clip is not None:
             # The global norm of the arrays trained in this batch.
             norm = optax.tree.norm(grads)
@@ -87,13 +88,18 @@ class LeafOptimizer:
             grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
         rate = self.schedule(batch)
 
-        def leaf(param, grad, leaf_state, is_active: Bool[Array, ""], scale) -> _Stepped:
+        def leaf(param, grad, leaf_state, scale, is_active: Bool[Array, ""] | None) -> _Stepped:
             update, new_state = self.base.update(grad, leaf_state, param)
             new_param = param + (rate * scale).astype(param.dtype) * update
+            if is_active is None:
+                return _Stepped(new_param, new_state)
             keep = jax.tree.map(lambda n, o: jnp.where(is_active, n, o), new_state, leaf_state)
             return _Stepped(jnp.where(is_active, new_param, param), keep)
 
-        out = jax.tree.map(leaf, params, grads, state, active, self.scale)
+        if active is None:
+            out = jax.tree.map(lambda *xs: leaf(*xs, None), params, grads, state, self.scale)
+        else:
+            out = jax.tree.map(leaf, params, grads, state, self.scale, active)
         new_params = jax.tree.map(lambda stepped: stepped.param, out)
         new_state = jax.tree.map(lambda stepped: stepped.state, out)
         return new_params, new_state

@@ -177,7 +177,10 @@ class Trainer:
         return total_loss(self.config.loss, terms), terms
 
     def _trained_in(self, batch: Int[Array, ""]) -> Any:
-        """Per parameter array, whether it trains in `batch` (its stage's subset)."""
+        """Per parameter array, whether it trains in `batch` (its stage's subset); None
+        without stages (every array trains in every batch)."""
+        if len(self.stage_starts) == 1:
+            return None
         stage = jnp.searchsorted(self.stage_starts, batch, side="right") - 1
         return jax.tree.map(lambda table: table[stage], self.stage_tables)
 
