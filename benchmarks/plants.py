@@ -91,8 +91,8 @@ def time_chunk(trainer, state, chunk, index) -> tuple[float, object]:
     import jax
 
     start = time.perf_counter()
-    state, losses, _ = trainer.run_chunk(trainer.layout.place(state), chunk, index)
-    jax.block_until_ready(losses)
+    state, records = trainer.run_chunk(trainer.layout.place(state), chunk, index)
+    jax.block_until_ready(records)
     return (time.perf_counter() - start) / len(index), state
 
 

@@ -72,8 +72,8 @@ def time_motorflow(trainer, state, trials, batches_per_call: int) -> tuple[float
     )
     index = jnp.arange(batches_per_call)
     start = time.perf_counter()
-    state, losses, _ = trainer.run_chunk(state, chunk, index)
-    jax.block_until_ready(losses)
+    state, records = trainer.run_chunk(state, chunk, index)
+    jax.block_until_ready(records)
     return (time.perf_counter() - start) / batches_per_call, state
 
 

@@ -5,8 +5,11 @@ the plain chunk it grew from, side by side.
 chunk before schedules); "scheduled" is `Trainer.run_chunk`, whose steps may be
 skipped (`lax.cond` on a per-batch flag) so that one compiled program serves every
 chunk whatever the schedules; "isolating" is the same with ``on_divergence:
-isolate`` (the update also watches the losses). All run the same batches on the
-same state, interleaved repeat by repeat; medians of seconds per batch. Usage:
+isolate`` (the update also watches the losses); "per_term" the scheduled chunk with
+``gradient_norms: per_term`` (a backward pass per loss term); "hebbian" with a Hebbian
+update rule of the recurrent weights after every batch. All run the same
+batches on the same state, interleaved repeat by repeat; medians of seconds per
+batch. Usage:
 
     python benchmarks/training_controls.py [--sizes small tutorial] [--repeats 5]
 """
@@ -59,7 +62,13 @@ def plain_chunk(trainer: mf.Trainer):
         def body(carry, xs):
             batch_trials, batch = xs
             params, opt_state, losses, _ = trainer._update(
-                *carry, fixed, batch_trials, jax.random.fold_in(state.key, batch), healthy, batch
+                *carry,
+                fixed,
+                batch_trials,
+                jax.random.fold_in(state.key, batch),
+                healthy,
+                batch,
+                jnp.zeros(0, bool),
             )
             return (params, opt_state), losses
 
@@ -81,10 +90,14 @@ def timed(run, state, chunk, index) -> tuple[float, object]:
 def measure(size: str, repeats: int) -> dict:
     trainer, state, chunk, index = setup(size)
     isolating, *_ = setup(size, on_divergence="isolate")
+    per_term, *_ = setup(size, gradient_norms="per_term")
+    hebbian, *_ = setup(size, update_rules=[{"kind": "hebbian", "rate": 1e-4}])
     variants = {
         "plain": plain_chunk(trainer),
         "scheduled": trainer.run_chunk,
         "isolating": isolating.run_chunk,
+        "per_term": per_term.run_chunk,
+        "hebbian": hebbian.run_chunk,
     }
     states = {name: state for name in variants}
     for name, run in variants.items():  # compile
@@ -103,16 +116,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
+    variants = ("scheduled", "isolating", "per_term", "hebbian")
     print(
-        f"{'size':9} {'plain s/batch':>13} {'scheduled s/batch':>17} {'ratio':>6} "
-        f"{'isolating s/batch':>17} {'ratio':>6}"
+        f"{'size':9} {'plain s/batch':>13}"
+        + "".join(f" {v + ' s/batch':>18} ratio" for v in variants)
     )
     for size in args.sizes:
         medians = measure(size, args.repeats)
+        plain = medians["plain"]
         print(
-            f"{size:9} {medians['plain']:13.5f} {medians['scheduled']:17.5f} "
-            f"{medians['scheduled'] / medians['plain']:6.3f} {medians['isolating']:17.5f} "
-            f"{medians['isolating'] / medians['plain']:6.3f}",
+            f"{size:9} {plain:13.5f}"
+            + "".join(f" {medians[v]:18.5f} {medians[v] / plain:5.2f}" for v in variants),
             flush=True,
         )
 

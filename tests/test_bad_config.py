@@ -305,6 +305,44 @@ CASES = {
         "trainings.quick.constraints[0].density",
         ["a number > 0", "got 0"],
     ),
+    "snapshots without a schedule": (
+        at("trainings.quick.snapshots", {"trials": True}),
+        "trainings.quick.snapshots.batches",
+        ["required"],
+    ),
+    "a snapshot after the last batch": (
+        at("trainings.quick.snapshots", {"batches": {"at": [1000]}}),
+        "trainings.quick.snapshots.batches.at",
+        ["batch 1000 is beyond the last batch"],
+    ),
+    "gradient norms of what": (
+        at("trainings.quick.gradient_norms", "per_layer"),
+        "trainings.quick.gradient_norms",
+        ["'per_layer'", "'total'", "'per_term'"],
+    ),
+    "TensorBoard maybe": (
+        at("trainings.quick.tensorboard", "yes"),
+        "trainings.quick.tensorboard",
+        ["'yes'", "true or false"],
+    ),
+    "unknown update rule": (
+        at("trainings.quick.update_rules", [{"kind": "bcm", "rate": 1}]),
+        "trainings.quick.update_rules[0].kind",
+        ["'bcm'", "hebbian", "oja"],
+    ),
+    "an update rule without a rate": (
+        at("trainings.quick.update_rules", [{"kind": "oja"}]),
+        "trainings.quick.update_rules[0].rate",
+        ["required"],
+    ),
+    "a lagged readout rule": (
+        at(
+            "trainings.quick.update_rules",
+            [{"kind": "oja", "rate": 1, "target": "readout", "lag": 1}],
+        ),
+        "trainings.quick.update_rules[0].lag",
+        ["lag 0"],
+    ),
     "a stage at the first batch": (
         at("trainings.quick.stages", [{"at": 0, "trainable": ["network"]}]),
         "trainings.quick.stages[0].at",

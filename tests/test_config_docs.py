@@ -136,3 +136,20 @@ def test_every_constraint_key_is_documented_with_its_default(kind):
         assert key in rows, f"constraint {kind}: {key} is not documented"
         assert yaml.safe_load(rows[key].strip("`")) == value, f"{kind}.{key}: {rows[key]}"
     assert set(rows) <= set(config), f"constraint {kind}: documents unknown keys"
+
+
+@pytest.mark.parametrize("kind", sorted(mf.UPDATE_RULES))
+def test_every_update_rule_key_is_documented_with_its_default(kind):
+    rows = table("### Update rules") | table(f"#### `kind: {kind}`")
+    fields = mf.UPDATE_RULES[kind].model_fields
+    for key, field in fields.items():
+        if key == "kind":
+            continue
+        assert key in rows, f"update rule {kind}: {key} is not documented"
+        if field.is_required():
+            assert rows[key] == "(required)", f"{kind}.{key}: {rows[key]}"
+        else:
+            block = mf.UPDATE_RULES[kind]
+            documented = {"rate": 1, key: yaml.safe_load(rows[key].strip("`"))}
+            assert block.from_dict(documented) == block(rate=1), f"{kind}.{key}: {rows[key]}"
+    assert set(rows) <= set(fields), f"update rule {kind}: documents unknown keys"

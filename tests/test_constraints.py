@@ -76,7 +76,7 @@ def test_constraints_hold_from_initialisation_and_after_every_update(tiny):
         assert_obeys(model.network.cell.weight_rec, model.network.readout.weight, masks)
         one_batch = jax.tree.map(lambda x, b=batch: x[b : b + 1], batches)
         before = state.params
-        state, _, _ = trainer.run_chunk(state, one_batch, jnp.array([batch]))
+        state, _ = trainer.run_chunk(state, one_batch, jnp.array([batch]))
         assert not np.array_equal(
             state.params.network.cell.weight_rec, before.network.cell.weight_rec
         )
@@ -94,6 +94,12 @@ def test_training_with_every_control_resumes_bitwise_and_stays_constrained(tiny,
         optimizer={"learning_rates": {"network.cell": 0.003}, "clip_global_norm": 1.0},
         validation={"every": 5},
         checkpoint={"exponential": {"start": 3}},
+        snapshots={"batches": {"times": 3}},
+        gradient_norms="per_term",
+        update_rules=[
+            {"kind": "hebbian", "rate": 0.01, "batches": {"every": 2}},
+            {"kind": "oja", "rate": 0.05, "target": "readout", "batches": {"at": [7, 21]}},
+        ],
     )
     reference = setup.train()
     directory = tmp_path / "checkpoints"
@@ -101,6 +107,7 @@ def test_training_with_every_control_resumes_bitwise_and_stays_constrained(tiny,
         setup.train(checkpoint_dir=directory, on_log=_raise_at(20))
     resumed = setup.train(checkpoint_dir=directory)
     assert_trees_equal(resumed.state, reference.state)
+    assert_trees_equal(resumed.history, reference.history)
     weight = reference.ensemble.network.cell.rnn.weight_rec
     assert (np.asarray(weight)[..., :6] >= 0).all() and (radius(weight) <= CAP * 1.00001).all()
     best = reference.best_ensemble.network.cell.rnn.weight_rec

@@ -165,6 +165,7 @@ CORPUS = {
         TRAIN,
     ),
     "log cadence": (at("trainings.quick.log", {"every": 5, "seconds": 2}), NOTHING),
+    "TensorBoard on": (at("trainings.quick.tensorboard", True), NOTHING),
     "log at batches": (
         at("trainings.quick.log", {"at": [3], "first": 1, "exponential": {}, "times": 2}),
         NOTHING,
@@ -177,6 +178,23 @@ CORPUS = {
     ),
     "a part's learning rate": (
         at("trainings.quick.optimizer.learning_rates", {"network.cell": 0.001}),
+        TRAIN,
+    ),
+    "snapshots": (at("trainings.quick.snapshots", {"batches": {"times": 2}}), TRAIN),
+    "snapshots without trials": (
+        at("trainings.quick.snapshots", {"batches": {"every": 4}, "trials": False}),
+        TRAIN,
+    ),
+    "gradient norms per term": (at("trainings.quick.gradient_norms", "per_term"), TRAIN),
+    "a Hebbian rule": (
+        at("trainings.quick.update_rules", [{"kind": "hebbian", "rate": 1e-3}]),
+        TRAIN,
+    ),
+    "an Oja rule on a schedule": (
+        at(
+            "trainings.quick.update_rules",
+            [{"kind": "oja", "rate": 0.01, "lag": 1, "batches": {"first": 3}}],
+        ),
         TRAIN,
     ),
     "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),

@@ -98,7 +98,15 @@ EDITS = {
         },
     },
     "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
-    "lr": {"training": {"optimizer": {"learning_rate": 0.02}, "on_divergence": "isolate"}},
+    "lr": {
+        "training": {
+            "optimizer": {"learning_rate": 0.02},
+            "on_divergence": "isolate",
+            "snapshots": {"batches": {"every": 5}},
+            "gradient_norms": "per_term",
+            "update_rules": [{"kind": "oja", "rate": 0.01, "batches": {"every": 2}}],
+        }
+    },
     "steps": {"task": {"n_steps": 12}},
     # Training under perturbations: new trial specs (with the draws), a new validation set.
     "pert": {
@@ -123,6 +131,7 @@ def edited_config(jax_cache: Path) -> dict:
     config["trainings"]["short"]["checkpoint"] = {"every": 10, "seconds": 1}
     config["trainings"]["short"]["log"] = {"first": 3, "exponential": {"start": 2}}
     config["trainings"]["short"]["keep_checkpoints"] = 1
+    config["trainings"]["short"]["tensorboard"] = True
     config["jax_cache_dir"] = str(jax_cache)
     config["resources"]["evaluate"] = {"mem_mb": 1500}
     return config

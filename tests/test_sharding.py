@@ -15,7 +15,7 @@ import sys, jax, numpy as np
 sys.path.insert(0, {tests!r})
 from conftest import TinySetup
 import motorflow as mf
-setup = TinySetup(n_replicates={n_replicates}, shared_trials={shared})
+setup = TinySetup(n_replicates={n_replicates}, shared_trials={shared}, **{controls!r})
 result = setup.train(checkpoint_dir={checkpoints!r})
 trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
 leaves = jax.tree.leaves((result.state.params, result.state.opt_state, result.history))
@@ -26,12 +26,13 @@ np.savez({out!r}, n_devices=len(jax.devices()),
 """
 
 
-def train_on(n_devices, tmp_path, n_replicates, shared=False):
+def train_on(n_devices, tmp_path, n_replicates, shared=False, controls=None):
     out = tmp_path / f"{n_devices}-{n_replicates}-{shared}.npz"
     code = TRAIN.format(
         tests=str(TESTS),
         n_replicates=n_replicates,
         shared=shared,
+        controls=controls or {},
         checkpoints=str(tmp_path / f"ckpt-{n_devices}-{n_replicates}-{shared}"),
         out=str(out),
     )
@@ -40,12 +41,27 @@ def train_on(n_devices, tmp_path, n_replicates, shared=False):
     return dict(np.load(out))
 
 
-# Shared trials, and 3 replicates padded to 4 on two devices, cover the sharded paths;
-# a plain run of 4 unshared replicates would add nothing to them but half a minute.
-@pytest.mark.parametrize(("n_replicates", "shared", "padded"), [(4, True, 4), (3, False, 4)])
-def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared, padded):
-    one = train_on(1, tmp_path, n_replicates, shared)
-    two = train_on(2, tmp_path, n_replicates, shared)
+# Training controls that mask the optimizer per batch (stages, a matrix changed only by
+# an update rule) and record more (snapshots, gradient norms per term).
+CONTROLS = {
+    "trainable": ["network.readout"],
+    "stages": [{"at": 20, "trainable": ["network"]}],
+    "update_rules": [{"kind": "oja", "rate": 0.05, "batches": {"every": 3}}],
+    "snapshots": {"batches": {"every": 10}},
+    "gradient_norms": "per_term",
+}
+
+
+# Shared trials, and 3 replicates padded to 4 on two devices (with every training
+# control), cover the sharded paths; a plain run of 4 unshared replicates would add
+# nothing to them but half a minute.
+@pytest.mark.parametrize(
+    ("n_replicates", "shared", "padded", "controls"),
+    [(4, True, 4, None), (3, False, 4, CONTROLS)],
+)
+def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared, padded, controls):
+    one = train_on(1, tmp_path, n_replicates, shared, controls)
+    two = train_on(2, tmp_path, n_replicates, shared, controls)
     assert two["n_devices"] == 2 and two["mesh"] == 2 and two["padded"] == padded
     assert one["mesh"] == 0
     assert one.keys() == two.keys()

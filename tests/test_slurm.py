@@ -12,10 +12,19 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
-from workflow_helpers import REPO, assert_same_results, make_workdir, snakemake, tiny_config
+from workflow_helpers import (
+    REPO,
+    assert_same_results,
+    make_workdir,
+    snakemake,
+    snakemake_command,
+    snakemake_env,
+    tiny_config,
+)
 
 CLUSTER = REPO / "tests" / "slurm" / "local-cluster.sh"
 # Short: slurmd keeps Unix sockets in its spool folder (paths of at most 108 bytes).
@@ -53,6 +62,23 @@ def cluster():
     shutil.rmtree(STATE, ignore_errors=True)
 
 
+# The site-specific part, for this test cluster: its partition and an account, and
+# polling by squeue (it has no slurmdbd for sacct).
+CLUSTER_ARGS = (
+    "--profile",
+    "profiles/slurm",
+    "--default-resources",
+    "slurm_partition=debug",
+    "slurm_account=ci",
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-init-seconds-before-status-checks",
+    "1",
+    "--seconds-between-status-checks",
+    "1",
+)
+
+
 def slurm_config() -> dict:
     config = tiny_config()
     del config["experiments"]["noisy"]
@@ -70,22 +96,7 @@ def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_p
     snakemake(local)
 
     cluster = make_workdir(tmp_path / "cluster", slurm_config())
-    snakemake(
-        cluster,
-        "--profile",
-        "profiles/slurm",
-        # The site-specific part, for this test cluster: its partition and an
-        # account, and polling by squeue (it has no slurmdbd for sacct).
-        "--default-resources",
-        "slurm_partition=debug",
-        "slurm_account=ci",
-        "--slurm-status-command",
-        "squeue",
-        "--slurm-init-seconds-before-status-checks",
-        "1",
-        "--seconds-between-status-checks",
-        "1",
-    )
+    snakemake(cluster, *CLUSTER_ARGS)
 
     job_ids = {}
     for log in sorted((cluster / "results/logs").rglob("*.log")):
@@ -107,3 +118,57 @@ def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_p
     assert_same_results(local, cluster, ["quiet"])
     for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed"):
         assert (cluster / f"results/figures/{figure}.png").stat().st_size > 0
+
+
+def test_a_train_job_warned_by_slurm_checkpoints_and_its_retry_resumes_there(cluster, tmp_path):
+    """The profile's --signal=USR1 reaches the training through the job's own Snakemake
+    (which must survive it): the job checkpoints off schedule and fails, and the
+    retry resumes from that checkpoint to the uninterrupted run's results."""
+    config = slurm_config()
+    n_batches = 20000
+    # Checkpoints only at the end: any other one is the signal's.
+    config["trainings"]["quick"].update(
+        n_batches=n_batches,
+        validation={"every": 5000},
+        log={"every": 500},
+        checkpoint={"times": 1},
+    )
+    target = "results/quiet/history.zarr"
+    local = make_workdir(tmp_path / "local", config)
+    snakemake(local, target)
+
+    work = make_workdir(tmp_path / "cluster", config)
+    log = work / "results/logs/train/quiet.log"
+    with (work / "snakemake.out").open("w") as out:
+        run = subprocess.Popen(
+            snakemake_command(*CLUSTER_ARGS, target),
+            cwd=work,
+            env=snakemake_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            # Once training is under way (its handler installed), what SLURM sends
+            # before a time limit: SIGUSR1 to every process of the job's steps.
+            deadline = time.monotonic() + 300
+            while not (log.exists() and f"batch 1000/{n_batches}" in log.read_text()):
+                assert run.poll() is None, (work / "snakemake.out").read_text()[-3000:]
+                assert time.monotonic() < deadline, "the train job did not start training"
+                time.sleep(0.2)
+            job = re.search(r"SLURM job (\d+)", log.read_text()).group(1)
+            subprocess.run(["scancel", "--signal=USR1", job], check=True, timeout=30)
+            assert run.wait(timeout=600) == 0, (work / "snakemake.out").read_text()[-3000:]
+        finally:
+            run.kill()
+
+    (first_attempt,) = (work / ".snakemake/slurm_logs/rule_train/quiet").glob(f"{job}.log")
+    text = first_attempt.read_text()
+    stopped = re.search(r"Training stopped at batch (\d+) on SIGUSR1", text)
+    assert stopped, text[-3000:]
+    batch = int(stopped.group(1))
+    assert 1000 <= batch < n_batches and batch % 100 == 0  # a chunk boundary
+    # The job's Snakemake outlived the signal and reported the training's exit.
+    assert "task 0: Exited with exit code 1" in text and "User defined signal" not in text
+    resumed = f"Resuming from the checkpoint at batch {batch} in"
+    assert resumed in log.read_text(), log.read_text()[-3000:]
+    assert_same_results(local, work, ["quiet"])

@@ -203,8 +203,8 @@ def test_replicates_trained_as_one_batch_match_replicates_trained_in_turn(tiny, 
         trainer = mf.Trainer(
             setup.ensemble, setup.task, setup.config, vectorize_replicates=vectorize
         )
-        state, losses, _ = trainer.run_chunk(trainer.init(setup.train_key), batches, jnp.arange(10))
-        results.append((state.params, state.opt_state, losses))
+        state, records = trainer.run_chunk(trainer.init(setup.train_key), batches, jnp.arange(10))
+        results.append((state.params, state.opt_state, records))
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *results)
 
 
@@ -264,7 +264,7 @@ def test_isolation_freezes_a_diverged_replicate_and_trains_the_others_as_if_none
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     noise_key = jax.random.split(setup.train_key)[0]
     inputs = _chunk_inputs(setup.trials, 0, 5, mf.TrainingPlan(setup.config))
-    after_five, _, _ = trainer.run_chunk(trainer.init(noise_key), *inputs)
+    after_five, _ = trainer.run_chunk(trainer.init(noise_key), *inputs)
     assert_trees_equal(replicates(result.state.params, 1), replicates(after_five.params, 1))
     loss = result.history["loss"]["total"][:, 1]
     assert np.isfinite(loss[:5]).all() and np.isnan(loss[5:]).all()
@@ -326,7 +326,7 @@ def test_the_best_parameters_are_those_of_the_lowest_validation_loss(tiny):
     state = trainer.init(jax.random.split(setup.train_key)[0])
     at = {0: state.params}
     for start, stop in plan.chunks(0):
-        state, _, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
+        state, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
         at[stop] = state.params
     for replicate, batch in enumerate(steps[best]):
         assert_trees_equal(
@@ -364,7 +364,7 @@ def states_at_chunk_ends(setup):
     state = trainer.init(jax.random.split(setup.train_key)[0])
     states = {0: state}
     for start, stop in plan.chunks(0):
-        state, _, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
+        state, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
         states[stop] = state
     return states
 
@@ -400,7 +400,7 @@ def test_a_parts_learning_rate_scales_its_steps(tiny):
         trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
         first = trainer.init(setup.train_key)
         batch = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :1], 0, 1), setup.trials)
-        after, _, _ = trainer.run_chunk(first, batch, jnp.array([0]))
+        after, _ = trainer.run_chunk(first, batch, jnp.array([0]))
         steps.append(
             jax.tree.map(lambda a, b: np.asarray(a, np.float64) - b, after.params, first.params)
         )

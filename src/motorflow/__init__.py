@@ -125,6 +125,7 @@ from ._task import (
     WorkspaceTask,
 )
 from ._train import (
+    BatchRecords,
     Trainer,
     TrainResult,
     TrainState,
@@ -133,6 +134,7 @@ from ._train import (
     train,
 )
 from ._trainable import trainable_filter
+from ._update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
 from ._workflow_config import (
     EvaluationConfig,
     WorkflowConfig,
@@ -146,11 +148,14 @@ __all__ = [
     "PERTURBATIONS",
     "PLANTS",
     "TASKS",
+    "UPDATE_RULES",
     "AbstractCell",
     "AbstractConstraint",
     "AbstractPerturbation",
     "AbstractPlant",
+    "AbstractUpdateRule",
     "ArmConfig",
+    "BatchRecords",
     "BatchSchedule",
     "CenterOut",
     "CenterOutConfig",
@@ -206,6 +211,7 @@ __all__ = [
     "TrialGeometry",
     "Trials",
     "TwoLinkArm",
+    "UpdateRules",
     "VanillaCell",
     "WorkflowConfig",
     "WorkspaceTask",

@@ -23,6 +23,13 @@ class AbstractCell(eqx.Module):
     # Where the recurrent weight matrix `[post, pre]` is, for weight constraints
     # (motorflow._constraints); None: no single such matrix (a GRU's gates).
     RECURRENT_WEIGHT: ClassVar[str | None] = None
+    # Where activity-dependent rules (motorflow._update_rules) change the recurrent
+    # weights: a matrix whose rows `plastic_rows()` are `[post, pre]`.
+    PLASTIC_WEIGHT: ClassVar[str]
+
+    def plastic_rows(self) -> tuple[int, int]:
+        """The rows of `PLASTIC_WEIGHT` that map the hidden state to itself."""
+        return 0, self.hidden_size
 
     @abc.abstractmethod
     def __call__(
@@ -36,6 +43,12 @@ class GRUCell(AbstractCell):
 
     gru: eqx.nn.GRUCell
     hidden_size: int = eqx.field(static=True)
+    # Rows (reset, update, candidate) x hidden of the recurrent weights; rules change
+    # the candidate activation's block, as feedbax's HebbianGRUUpdate.
+    PLASTIC_WEIGHT: ClassVar[str] = "gru.weight_hh"
+
+    def plastic_rows(self):
+        return 2 * self.hidden_size, 3 * self.hidden_size
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         self.gru = eqx.nn.GRUCell(input_size, hidden_size, key=key)
@@ -60,6 +73,7 @@ class VanillaCell(AbstractCell):
     bias: Float[Array, " hidden"]
     hidden_size: int = eqx.field(static=True)
     RECURRENT_WEIGHT: ClassVar[str | None] = "weight_rec"
+    PLASTIC_WEIGHT: ClassVar[str] = "weight_rec"
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         bound = 1.0 / math.sqrt(hidden_size)
@@ -84,6 +98,7 @@ class LeakyCell(AbstractCell):
     alpha: float = eqx.field(static=True)
     hidden_size: int = eqx.field(static=True)
     RECURRENT_WEIGHT: ClassVar[str | None] = "rnn.weight_rec"
+    PLASTIC_WEIGHT: ClassVar[str] = "rnn.weight_rec"
 
     def __init__(
         self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray

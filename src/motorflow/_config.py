@@ -27,6 +27,7 @@ from ._constraints import AnyConstraint
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
+from ._update_rules import AnyUpdateRule
 
 CELLS = ("gru", "rnn", "leaky")
 
@@ -148,9 +149,9 @@ class OptimizerConfig(Block):
     schedule: ScheduleConfig = ScheduleConfig()
 
 
-# Training keys that shape only the resume state (checkpoints) and the log, never the
+# Training keys that shape only the resume state (checkpoints) and the logs, never the
 # results.
-RESUME_ONLY_KEYS = ("checkpoint", "keep_checkpoints", "log")
+RESUME_ONLY_KEYS = ("checkpoint", "keep_checkpoints", "log", "tensorboard")
 
 
 class StageConfig(Block):
@@ -159,6 +160,19 @@ class StageConfig(Block):
 
     at: PositiveInt
     trainable: tuple[ModelPath, ...] = Field(min_length=1)
+
+
+class SnapshotConfig(Block):
+    """Copies of the trainable parameters, and the trial specs that trained them, kept
+    in ``history.zarr`` at the `batches` of a schedule (and before the first batch), so
+    learning can be analysed without training again.
+
+    A snapshot at batch count b holds the parameters after b batches and (with
+    `trials`) the trial specs of the b-th batch (batch index b - 1).
+    """
+
+    batches: BatchSchedule
+    trials: Boolean = True
 
 
 class TrainConfig(Block):
@@ -174,7 +188,12 @@ class TrainConfig(Block):
     replicate does: ``stop`` the run with an error, or ``isolate`` the replicate
     (frozen at its last finite parameters and flagged) while the others train on.
     `constraints` (:mod:`motorflow._constraints`) hold from initialisation and after
-    every update.
+    every update; `update_rules` (:mod:`motorflow._update_rules`) change weights from
+    the batch's network states after the optimizer's step. `snapshots` keeps the parameters at scheduled batches; the norm of
+    each replicate's loss gradient is recorded every batch, with `gradient_norms:
+    per_term` also that of each loss term's (weighted) part, at an extra backward pass
+    per term. With `tensorboard`, the run also writes TensorBoard event files
+    (:mod:`motorflow._tensorboard`).
     """
 
     key_hints: ClassVar[dict[str, str]] = {
@@ -208,11 +227,34 @@ class TrainConfig(Block):
         description="constraints on the recurrent (and readout) weights, applied at "
         "initialisation and after every update",
     )
+    update_rules: tuple[AnyUpdateRule, ...] = Field(
+        (),
+        max_length=10,
+        description="activity-dependent updates (Hebbian, Oja) of a weight matrix after "
+        "the optimizer's step, each on its own schedule",
+    )
+    tensorboard: Boolean = Field(
+        False,
+        description="also write TensorBoard event files (needs tensorboardX: "
+        "pip install 'motorflow[tensorboard]')",
+    )
+    snapshots: SnapshotConfig | None = Field(
+        None, description="keep the parameters (and trial specs) at scheduled batches"
+    )
+    gradient_norms: Literal["total", "per_term"] = Field(
+        "total",
+        description="record the gradient norm of the total loss, or also of each term "
+        "(an extra backward pass per term)",
+    )
 
     @model_validator(mode="after")
     def _schedules_within_the_run(self) -> TrainConfig:
         for name in ("validation", "log", "checkpoint"):
             getattr(self, name).check_batches(self.n_batches, name)
+        for index, rule in enumerate(self.update_rules):
+            rule.batches.check_batches(self.n_batches, f"update_rules[{index}].batches")
+        if self.snapshots is not None:
+            self.snapshots.batches.check_batches(self.n_batches, "snapshots.batches")
         previous = 0
         for index, stage in enumerate(self.stages):
             if not previous < stage.at < self.n_batches:

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import jax
 import numpy as np
 import xarray as xr
+
+from ._evaluate import COMPONENTS
+from ._store import trial_variables
+from ._task import Trials
 
 History = dict[str, dict[str, np.ndarray] | np.ndarray]
 
 
 def empty_history(
-    terms: Sequence[str], *, n_batches: int, n_replicates: int, validation_steps: Sequence[int]
+    terms: Sequence[str],
+    *,
+    n_batches: int,
+    n_replicates: int,
+    validation_steps: Sequence[int],
+    snapshot_steps: Sequence[int] = (),
+    parameter_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> History:
     """History arrays filled with NaN until their batch has run.
 
     - ``loss[term]`` and ``loss["total"]``: `(batch, replicate)`, training loss of
       each batch before its update.
+    - ``grad_norm[term]`` and ``grad_norm["total"]``: `(batch, replicate)`, the global
+      norm of the gradient of the total loss (and of each term's weighted part, when
+      recorded) over the arrays trained in the batch, before clipping.
     - ``learning_rate``: `(batch,)`.
     - ``validation[term]`` and ``validation["total"]``: `(validation_step, replicate)`,
       loss on the validation set after ``validation_step`` batches.
@@ -25,6 +39,10 @@ def empty_history(
       diverged and stopped training (``train.on_divergence: isolate``).
     - ``best_batch``, ``best_validation_loss``: `(replicate,)`, the batch count with the
       lowest validation loss so far, and that loss.
+    - with `snapshot_steps`: ``snapshot_step``, those batch counts, and
+      ``snapshot[name]``: `(snapshot_step, replicate, *shape)` for each trainable array
+      in `parameter_shapes` (name -> shape per replicate), its value after that many
+      batches.
     """
     names = [*terms, "total"]
     n_val = len(validation_steps)
@@ -32,38 +50,68 @@ def empty_history(
     def filled(*shape):
         return np.full(shape, np.nan, np.float32)
 
+    snapshots = {}
+    if len(snapshot_steps):
+        snapshots = {
+            "snapshot_step": np.asarray(snapshot_steps, np.int64),
+            "snapshot": {
+                name: filled(len(snapshot_steps), n_replicates, *shape)
+                for name, shape in (parameter_shapes or {}).items()
+            },
+        }
     return {
         "loss": {name: filled(n_batches, n_replicates) for name in names},
+        "grad_norm": {name: filled(n_batches, n_replicates) for name in names},
         "learning_rate": filled(n_batches),
         "validation": {name: filled(n_val, n_replicates) for name in names},
         "validation_step": np.asarray(validation_steps, np.int64),
         "diverged_at": np.full(n_replicates, -1, np.int64),
         "best_batch": np.full(n_replicates, -1, np.int64),
         "best_validation_loss": filled(n_replicates),
+        **snapshots,
     }
 
 
-def history_dataset(history: History, *, attrs: dict | None = None) -> xr.Dataset:
+def history_dataset(
+    history: History, *, attrs: dict | None = None, trials: Trials | None = None
+) -> xr.Dataset:
     """The history as a Dataset.
 
-    Variables ``loss (term, batch, replicate)``, ``learning_rate (batch)``,
-    ``validation_loss (term, validation_step, replicate)``, and per replicate
-    ``diverged_at`` (-1: trained to the end), ``best_batch`` and
-    ``best_validation_loss``; `term` lists the loss terms then ``total``.
+    Variables ``loss`` and ``grad_norm (term, batch, replicate)`` (a term's gradient
+    norm NaN unless recorded per term), ``learning_rate (batch)``, ``validation_loss
+    (term, validation_step, replicate)``, and per replicate ``diverged_at`` (-1:
+    trained to the end), ``best_batch`` and ``best_validation_loss``; `term` lists the
+    loss terms then ``total``.
+
+    With snapshots, ``snapshot.<array> (snapshot_step, replicate, <array>_dim0, ...)``
+    per trainable array (its path into the model, e.g. ``network.readout.weight``);
+    given the training `trials` (dims ``(replicate or 1, batch, trial)``), also the
+    specs of the batch each snapshot's parameters were last trained on, as
+    ``trials.<field> (trials_batch, replicate, trial, ...)``, where `trials_batch` is
+    the batch index (as `batch`): b - 1 for each snapshot step b > 0.
     """
     terms = list(history["loss"])
     n_batches, n_replicates = history["loss"][terms[0]].shape
     term_coord = np.array(terms, dtype=object)
-    return xr.Dataset(
+
+    def per_term(name):
+        return np.stack([history[name][t] for t in terms])
+
+    dataset = xr.Dataset(
         {
-            "loss": (
+            "loss": (("term", "batch", "replicate"), per_term("loss")),
+            "grad_norm": (
                 ("term", "batch", "replicate"),
-                np.stack([history["loss"][t] for t in terms]),
+                per_term("grad_norm"),
+                {
+                    "description": "global norm of the gradient over the arrays trained in "
+                    "the batch, before clipping; per term: of its weighted part"
+                },
             ),
             "learning_rate": ("batch", np.asarray(history["learning_rate"])),
             "validation_loss": (
                 ("term", "validation_step", "replicate"),
-                np.stack([history["validation"][t] for t in terms]),
+                per_term("validation"),
             ),
             "diverged_at": (
                 "replicate",
@@ -85,3 +133,28 @@ def history_dataset(history: History, *, attrs: dict | None = None) -> xr.Datase
         },
         attrs=attrs or {},
     )
+    if "snapshot_step" not in history:
+        return dataset
+    steps = np.asarray(history["snapshot_step"])
+    dataset = dataset.assign_coords(snapshot_step=steps)
+    for name, values in history["snapshot"].items():
+        dims = ("snapshot_step", "replicate", *(f"{name}_dim{i}" for i in range(values.ndim - 2)))
+        dataset[f"snapshot.{name}"] = (dims, np.asarray(values))
+    if trials is not None:
+        dataset = dataset.assign(_trial_snapshots(trials, steps, n_replicates))
+    return dataset
+
+
+def _trial_snapshots(trials: Trials, steps: np.ndarray, n_replicates: int) -> xr.Dataset:
+    """The specs of batch b - 1 for each snapshot step b > 0, one set per replicate."""
+    index = steps[steps > 0] - 1
+
+    def select(x):
+        x = np.asarray(x)[:, index]
+        return np.broadcast_to(x, (n_replicates, *x.shape[1:]))
+
+    selected = jax.tree.map(select, trials)
+    variables = trial_variables(selected, ("replicate", "trials_batch", "trial"))
+    snapshot = xr.Dataset(variables, coords={"trials_batch": index, "component": COMPONENTS})
+    order = ("trials_batch", "replicate", "trial", ...)
+    return snapshot.transpose(*order).rename({n: f"trials.{n}" for n in snapshot.data_vars})

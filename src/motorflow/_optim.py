@@ -79,10 +79,8 @@ class LeafOptimizer:
     ) -> tuple[Any, Any]:
         """New parameters and state after the update of `batch`, in which only the arrays
         whose `active` flag (a tree of scalar bools like `params`; None: all) is set train."""
-        if active is not None:
-            grads = jax.tree.map(lambda g, a: jnp.where(a, g, jnp.zeros_like(g)), grads, active)
+        grads = _trained(grads, active)
         if self.clip is not None:
-            # The global norm of the arrays trained in this batch.
             norm = optax.tree.norm(grads)
             factor = jnp.where(norm > self.clip, self.clip / norm, 1.0)
             grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
@@ -103,6 +101,19 @@ class LeafOptimizer:
         new_params = jax.tree.map(lambda stepped: stepped.param, out)
         new_state = jax.tree.map(lambda stepped: stepped.state, out)
         return new_params, new_state
+
+    @staticmethod
+    def gradient_norm(grads: Any, active: Any) -> Array:
+        """The global norm of `grads` over the arrays trained in the batch (`active`, as
+        in :meth:`step`): the norm that clipping bounds."""
+        return optax.tree.norm(_trained(grads, active))
+
+
+def _trained(grads: Any, active: Any) -> Any:
+    """`grads` with zeros for the arrays not trained in the batch (None: all train)."""
+    if active is None:
+        return grads
+    return jax.tree.map(lambda g, a: jnp.where(a, g, jnp.zeros_like(g)), grads, active)
 
 
 class _Stepped:

@@ -8,6 +8,7 @@ every chunk whatever the schedules, and a schedule edit never recompiles.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,7 +22,7 @@ MAX_CHUNK_LENGTH = 100
 
 
 class TrainingPlan:
-    """The batches at which a run validates, logs and checkpoints, and its chunks.
+    """The batches at which a run validates, logs, checkpoints and snapshots, and its chunks.
 
     **Arguments:**
 
@@ -35,7 +36,20 @@ class TrainingPlan:
         self.validate = np.union1d([0, n], config.validation.batches(n)).astype(np.int64)
         self.log = np.union1d([n], config.log.batches(n)).astype(np.int64)
         self.checkpoint = np.union1d([n], config.checkpoint.batches(n)).astype(np.int64)
-        self.boundaries = np.union1d(np.union1d(self.validate, self.log), self.checkpoint)
+        # Snapshots (if any) also before the first batch: the starting point.
+        snapshots = config.snapshots
+        self.snapshot = (
+            np.union1d([0], snapshots.batches.batches(n)).astype(np.int64)
+            if snapshots is not None
+            else np.zeros(0, np.int64)
+        )
+        # Per batch index, whether each update rule runs after it, `(batch, rule)`.
+        self.rule_flags = np.zeros((n, len(config.update_rules)), bool)
+        for index, rule in enumerate(config.update_rules):
+            self.rule_flags[:, index] = rule.batches.mask(n)
+        self.boundaries = functools.reduce(
+            np.union1d, (self.validate, self.log, self.checkpoint, self.snapshot)
+        )
         self.chunk_length = min(MAX_CHUNK_LENGTH, n)
         self.log_clock = WallClock(config.log.seconds)
         self.checkpoint_clock = WallClock(config.checkpoint.seconds)
@@ -52,6 +66,9 @@ class TrainingPlan:
 
     def validates_at(self, batch: int) -> bool:
         return bool(np.isin(batch, self.validate))
+
+    def snapshots_at(self, batch: int) -> bool:
+        return bool(np.isin(batch, self.snapshot))
 
     def logs_at(self, batch: int) -> bool:
         """Whether a log line is due after `batch` (scheduled, or by the wall clock)."""

@@ -24,17 +24,22 @@ from ._identity import code_version
 _LIBRARIES = ("motorflow", "jax", "jaxlib", "equinox", "optax", "orbax-checkpoint", "numpy")
 
 
+def named_arrays(params: Any) -> dict[str, Any]:
+    """Each array of `params` by its dotted path into the model (``network.readout.weight``)."""
+    return {
+        jax.tree_util.keystr(path, simple=True, separator="."): leaf
+        for path, leaf in jax.tree_util.tree_leaves_with_path(params)
+        if eqx.is_array(leaf)
+    }
+
+
 def parameter_table(params: Any) -> dict[str, dict[str, Any]]:
     """Each trainable array's path -> its shape and size per replicate (the leading
     replicate axis left out)."""
     table = {}
-    for path, leaf in jax.tree_util.tree_leaves_with_path(params):
-        if eqx.is_array(leaf):
-            shape = tuple(int(n) for n in leaf.shape[1:])
-            table[jax.tree_util.keystr(path, simple=True, separator=".")] = {
-                "shape": list(shape),
-                "size": int(np.prod(shape)),
-            }
+    for name, leaf in named_arrays(params).items():
+        shape = [int(n) for n in leaf.shape[1:]]
+        table[name] = {"shape": shape, "size": int(np.prod(shape))}
     return table
 
 

@@ -100,6 +100,10 @@ def train_experiment(
     from the optimizer state saved with it. The model is saved with its final
     optimizer state, so that any experiment can continue it.
 
+    With ``train.tensorboard``, TensorBoard event files go to
+    ``<checkpoint_dir>/../tensorboard/<run>/``, one directory per training
+    configuration (the first 16 characters of its :func:`run_id`).
+
     The checkpoint store remembers which run's results the outputs hold. When the
     stage runs again for that very run (its outputs were in place, so the rerun was
     forced, e.g. ``snakemake -R train``), it trains from the first batch rather than
@@ -160,9 +164,15 @@ def train_experiment(
         progress=progress,
         restart=forced,
         initial_opt_state=opt_state,
+        # One directory per training configuration, as the checkpoints.
+        tensorboard_dir=Path(checkpoint_dir).parent / "tensorboard" / identity[:16]
+        if experiment.train.tensorboard
+        else None,
     )
+    snapshots = experiment.train.snapshots
     history = history_dataset(
         result.history,
+        trials=trials if snapshots is not None and snapshots.trials else None,
         attrs=json_attrs(
             {
                 # What the result depends on, so the store is the same whatever the cadence;

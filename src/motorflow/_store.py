@@ -71,7 +71,7 @@ def _perturbation_name(index: int, setting: str) -> str:
     return f"perturbation{index}_{setting}"
 
 
-def _trial_variables(trials: Trials, dims: tuple[str, ...]) -> dict[str, Any]:
+def trial_variables(trials: Trials, dims: tuple[str, ...]) -> dict[str, Any]:
     """The trials' arrays as variables over `dims` (then `component` for vectors), the
     go steps if any, and each perturbation's per-trial values as
     ``perturbation<i>_<setting>``."""
@@ -97,7 +97,7 @@ def trials_dataset(trials: Trials, *, attrs: Mapping[str, Any] | None = None) ->
     """Training specs `(replicate, batch, trial, component)` as a Dataset, with the
     perturbations' settings in the attribute ``perturbations``."""
     return xr.Dataset(
-        _trial_variables(trials, ("replicate", "batch", "trial")),
+        trial_variables(trials, ("replicate", "batch", "trial")),
         coords={"component": COMPONENTS},
         attrs=_trial_attrs(trials, attrs),
     )
@@ -193,7 +193,7 @@ def center_out_dataset(
     """Center-out specs `(trial, component)` with goal angle and distance coords, and
     the perturbations they carry (the validation set's)."""
     return xr.Dataset(
-        _trial_variables(center_out.trials, ("trial",)),
+        trial_variables(center_out.trials, ("trial",)),
         coords={
             "component": COMPONENTS,
             "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),

@@ -34,10 +34,18 @@ from ._losses import loss_terms, total_loss
 from ._optim import LeafOptimizer
 from ._plan import TrainingPlan
 from ._preemption import PreemptionWatch, TrainingPreempted
-from ._run_record import StepTimer, describe_record, environment, parameter_table
+from ._run_record import (
+    StepTimer,
+    describe_record,
+    environment,
+    named_arrays,
+    parameter_table,
+)
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
+from ._tensorboard import TensorBoardLog
 from ._trainable import either, learning_rate_scales, trained_subsets
+from ._update_rules import UpdateRules
 
 logger = logging.getLogger("motorflow")
 
@@ -67,6 +75,21 @@ class TrainState(eqx.Module):
     best_params: Any
     best_loss: Float[Array, " replicate"]
     best_batch: Int[Array, " replicate"]
+
+
+class BatchRecords(eqx.Module):
+    """What a compiled call records per batch, NaN at skipped steps (and for a replicate
+    once it diverged).
+
+    - `loss`: per loss term and ``total``, `(chunk, replicate)`.
+    - `grad_norm`: ``total`` (and each term with ``gradient_norms: per_term``),
+      `(chunk, replicate)`: :meth:`LeafOptimizer.gradient_norm`.
+    - `learning_rate`: `(chunk,)`.
+    """
+
+    loss: dict[str, Array]
+    grad_norm: dict[str, Array]
+    learning_rate: Array
 
 
 class TrainResult(eqx.Module):
@@ -126,21 +149,29 @@ class Trainer:
             jax.random.key(0) if constraint_key is None else constraint_key,
         )
         ensemble = self.constraints.apply_ensemble(ensemble)
-        # The stages' trainable subsets; the parameters are every array one trains.
+        self.rules = UpdateRules(config.update_rules, ensemble)
+        # The stages' trainable subsets; the parameters are every array the optimizer
+        # or an update rule changes.
         subsets = trained_subsets(ensemble, config)
-        selected = self.selected = either([subset for _, subset in subsets])
+        optimized = either([subset for _, subset in subsets])
+        changed_by_rules = self.rules.targets(ensemble)
+        selected = self.selected = either([optimized, changed_by_rules])
         params, rest = eqx.partition(ensemble, selected)
         self.stage_starts = jnp.asarray([start for start, _ in subsets], jnp.int32)
         # Per parameter array, whether each stage trains it, `(stage,)`.
         self.stage_tables = eqx.filter(
             jax.tree.map(lambda *s: jnp.asarray(s), *[subset for _, subset in subsets]), selected
         )
+        # Whether some batch leaves a parameter to the rules alone (masking the optimizer).
+        self._masked = len(subsets) > 1 or any(
+            jax.tree.leaves(jax.tree.map(lambda o, r: r and not o, optimized, changed_by_rules))
+        )
         self.initial_params = params
         self.frozen, self.static = eqx.partition(rest, eqx.is_array)
         self.layout = ReplicateLayout.over_devices(self.n_replicates)
         # lax.map's batch_size: all of a device's replicates at once, or one at a time.
         self._replicates_per_step = self.layout.n_padded if vectorize_replicates else None
-        scales = learning_rate_scales(ensemble, selected, config.optimizer)
+        scales = learning_rate_scales(ensemble, optimized, config.optimizer)
         self.optimizer = LeafOptimizer(
             config.optimizer,
             config.n_batches,
@@ -169,39 +200,63 @@ class Trainer:
         """The ensemble with `params` in place of its trainable arrays."""
         return eqx.combine(params, self.frozen, self.static)
 
-    def _replicate_loss(self, params, frozen, trials: Trials, key):
+    def _replicate_loss(self, params, frozen, trials: Trials, key, *, states: bool = False):
+        """The total loss and (aux) the terms, and with `states` the rollouts' hidden
+        states and outputs."""
         model = eqx.combine(params, frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
         rollouts, targets = run_trials(model, self.task, trials, keys)
         terms = loss_terms(self.config.loss, rollouts, targets)
-        return total_loss(self.config.loss, terms), terms
+        aux = (terms, (rollouts.hidden, rollouts.output)) if states else terms
+        return total_loss(self.config.loss, terms), aux
 
     def _trained_in(self, batch: Int[Array, ""]) -> Any:
-        """Per parameter array, whether it trains in `batch` (its stage's subset); None
-        without stages (every array trains in every batch)."""
-        if len(self.stage_starts) == 1:
+        """Per parameter array, whether the optimizer trains it in `batch` (its stage's
+        subset); None when every parameter trains in every batch."""
+        if not self._masked:
             return None
         stage = jnp.searchsorted(self.stage_starts, batch, side="right") - 1
         return jax.tree.map(lambda table: table[stage], self.stage_tables)
 
-    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy, batch):
+    def _term_gradient_norms(self, params, frozen, trials: Trials, key, trained_in):
+        """Per loss term, the gradient norm of its weighted part (one backward pass each)."""
+        names = list(self.config.loss.terms)
+        weights = jnp.asarray([term.weight for term in self.config.loss.terms.values()])
+
+        def weighted(params):
+            _, terms = self._replicate_loss(params, frozen, trials, key)
+            return weights * jnp.stack([terms[name] for name in names])
+
+        values, pullback = jax.vjp(weighted, params)
+        (grads,) = jax.vmap(pullback)(jnp.eye(len(names), dtype=values.dtype))
+        norms = jax.vmap(lambda g: self.optimizer.gradient_norm(g, trained_in))(grads)
+        return dict(zip(names, norms, strict=True))
+
+    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy, batch, rule_flags):
         """One batch's update of every replicate; a replicate not `healthy`, or whose
         loss or new parameters are not finite, keeps its parameters and optimizer
-        state. Returns those, the losses (NaN where not healthy) and whether each
-        replicate's update was kept."""
+        state. Returns those, the losses and gradient norms (NaN where not healthy) and
+        whether each replicate's update was kept."""
 
-        def one(params, opt_state, fixed, trials, key, healthy, batch):
+        def one(params, opt_state, fixed, trials, key, healthy, batch, rule_flags):
             frozen, prepared = fixed
-            (total, terms), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
-                params, frozen, trials, key
+            (total, aux), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
+                params, frozen, trials, key, states=bool(self.rules)
             )
+            terms, (hidden, output) = aux if self.rules else (aux, (None, None))
+            trained_in = self._trained_in(batch)
             new_params, new_opt_state = self.optimizer.step(
-                grads, opt_state, params, batch, self._trained_in(batch)
+                grads, opt_state, params, batch, trained_in
             )
-            if self.constraints:
-                model = self.constraints.apply(
-                    eqx.combine(new_params, frozen, self.static), prepared
-                )
+            norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
+            if self.config.gradient_norms == "per_term":
+                norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
+            if self.rules or self.constraints:
+                model = eqx.combine(new_params, frozen, self.static)
+                if self.rules:
+                    model = self.rules.apply(model, hidden, output, rule_flags)
+                if self.constraints:
+                    model = self.constraints.apply(model, prepared)
                 new_params = eqx.filter(model, self.selected)
             losses = {**terms, "total": total}
             # Watching the losses in the update costs XLA's CPU backend ~15% per batch
@@ -211,8 +266,8 @@ class Trainer:
             watched = (losses, new_params) if self.isolate else new_params
             ok = healthy & all_finite(watched)
             params, opt_state = keep_where(ok, (new_params, new_opt_state), (params, opt_state))
-            losses = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), losses)
-            return params, opt_state, losses, ok
+            records = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), (losses, norms))
+            return params, opt_state, records, ok
 
         keys = self.layout.spread(jax.random.split(key, self.n_replicates))
         shared = self.config.shared_trials
@@ -223,18 +278,18 @@ class Trainer:
         # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
         # (2.4x at the tutorial size), and its arithmetic does not depend on how many
         # replicates share a device, so a sharded run is bitwise-identical to one device.
-        def local(params, opt_state, fixed, trials, keys, healthy, batch):
+        def local(params, opt_state, fixed, trials, keys, healthy, batch, rule_flags):
             def replicate(xs):
                 params, opt_state, fixed, key, healthy, *own = xs
                 trials_here = own[0] if own else trials
-                return one(params, opt_state, fixed, trials_here, key, healthy, batch)
+                return one(params, opt_state, fixed, trials_here, key, healthy, batch, rule_flags)
 
             xs = (params, opt_state, fixed, keys, healthy, *(() if shared else (trials,)))
             return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
 
-        replicated = (3, 6) if shared else (6,)
+        replicated = (3, 6, 7) if shared else (6, 7)
         return self.layout.per_device(local, replicated_args=replicated)(
-            params, opt_state, fixed, trials, keys, healthy, batch
+            params, opt_state, fixed, trials, keys, healthy, batch, rule_flags
         )
 
     def _chunk(
@@ -243,13 +298,14 @@ class Trainer:
         trials: Trials,
         batch_index: Int[Array, " chunk"],
         active: Bool[Array, " chunk"] | None = None,
+        rule_flags: Bool[Array, "chunk rule"] | None = None,
     ):
         """Train on the consecutive batches `batch_index` whose `active` flag is set (the
         rest of a chunk is skipped; None: all); `trials` leaves are
-        `(chunk, replicate, trial, ...)`.
+        `(chunk, replicate, trial, ...)`. `rule_flags` say which update rules run after
+        each batch (None: all).
 
-        Returns the new state, the losses per term `(chunk, replicate)` and the
-        learning rates `(chunk,)`, NaN at skipped steps.
+        Returns the new state and the :class:`BatchRecords`.
         """
 
         spread = self.layout.spread
@@ -259,11 +315,13 @@ class Trainer:
             trials = spread(trials, axis=1)
         if active is None:
             active = jnp.ones(batch_index.shape, bool)
+        if rule_flags is None:
+            rule_flags = jnp.ones((*batch_index.shape, len(self.rules.rules)), bool)
 
-        def step(carry, batch_trials, batch):
+        def step(carry, batch_trials, batch, flags):
             params, opt_state, diverged_at = carry
             healthy = diverged_at == HEALTHY
-            params, opt_state, losses, ok = self._update(
+            params, opt_state, (losses, norms), ok = self._update(
                 params,
                 opt_state,
                 fixed,
@@ -271,23 +329,26 @@ class Trainer:
                 jax.random.fold_in(state.key, batch),
                 healthy,
                 batch,
+                flags,
             )
             diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
-            return (params, opt_state, diverged_at), (losses, self.schedule(batch))
+            return (params, opt_state, diverged_at), BatchRecords(
+                losses, norms, self.schedule(batch)
+            )
 
         def body(carry, xs):
-            batch_trials, batch, is_active = xs
+            is_active, *inputs = xs
 
-            def skip(carry, batch_trials, batch):
-                outputs = jax.eval_shape(step, carry, batch_trials, batch)[1]
+            def skip(carry, *inputs):
+                outputs = jax.eval_shape(step, carry, *inputs)[1]
                 return carry, jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), outputs)
 
-            return jax.lax.cond(is_active, step, skip, carry, batch_trials, batch)
+            return jax.lax.cond(is_active, step, skip, carry, *inputs)
 
-        carry, (losses, lr) = jax.lax.scan(
+        carry, records = jax.lax.scan(
             body,
             spread((state.params, state.opt_state, state.diverged_at)),
-            (trials, batch_index, active),
+            (active, trials, batch_index, rule_flags),
         )
         params, opt_state, diverged_at = self.layout.gather(carry)
         n_done = jnp.sum(active, dtype=state.step.dtype)
@@ -296,7 +357,8 @@ class Trainer:
             state,
             (params, opt_state, diverged_at, state.step + n_done),
         )
-        return new_state, self.layout.gather(losses, axis=1), lr
+        per_replicate = self.layout.gather((records.loss, records.grad_norm), axis=1)
+        return new_state, BatchRecords(*per_replicate, records.learning_rate)
 
     def _validate(self, params, trials: Trials, key):
         """Loss per term and total, per replicate, on shared validation `trials`."""
@@ -407,6 +469,7 @@ def train(
     on_log: Callable[[int, History], None] | None = None,
     restart: bool = False,
     initial_opt_state: Any = None,
+    tensorboard_dir: str | Path | None = None,
 ) -> TrainResult:
     """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds this run.
 
@@ -432,6 +495,8 @@ def train(
     - `restart`: discard this run's checkpoints and train from the first batch.
     - `initial_opt_state`: start from this optimizer state (one per replicate, as
       :attr:`TrainState.opt_state`) rather than a fresh one: continue a training.
+    - `tensorboard_dir`: write TensorBoard event files there
+      (:mod:`motorflow._tensorboard`; needs tensorboardX); None: none.
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
     SIGTERM or SIGUSR1 (in the main thread) make it checkpoint after the running
@@ -452,11 +517,14 @@ def train(
     state = trainer.init(noise_key)
     if initial_opt_state is not None:
         state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
+    parameters = parameter_table(trainer.initial_params)
     history = empty_history(
         list(config.loss.terms),
         n_batches=config.n_batches,
         n_replicates=config.n_replicates,
         validation_steps=plan.validate,
+        snapshot_steps=plan.snapshot,
+        parameter_shapes={name: entry["shape"] for name, entry in parameters.items()},
     )
     host_trials = jax.tree.map(np.asarray, trials)
     validation_trials = _validation_trials(task, validation, key)
@@ -470,7 +538,7 @@ def train(
         initial_opt_state=initial_opt_state,
     )
     identity = run_id(fingerprint)
-    record = {"parameters": parameter_table(trainer.initial_params), **environment()}
+    record = {"parameters": parameters, **environment()}
     checkpoints = _open_checkpoints(checkpoint_dir, identity, fingerprint, config, restart)
     policy = DivergencePolicy(config.on_divergence, lambda: _resume_hint(checkpoints))
 
@@ -488,15 +556,28 @@ def train(
         losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
         state = trainer.keep_best(state, jnp.asarray(losses["total"]), batch)
         _record_validation(history, batch, losses)
+        board.validation(batch, losses)
         return state, losses
 
-    with StepTimer() as timer, PreemptionWatch() as preemption, _closing(checkpoints):
+    with (
+        StepTimer() as timer,
+        PreemptionWatch() as preemption,
+        _closing(checkpoints),
+        _board(tensorboard_dir) as board,
+    ):
         done, state, history = _resume(checkpoints, state, history, config)
+        board.start(done)
+        if done and plan.validates_at(done):
+            # The new event file supersedes the old ones from `done` on, this
+            # validation included: write it again, from the restored history.
+            board.validation(done, _validation_at(history, done))
         record["resumed_from_batch"] = done
         logger.info("Run record:\n%s", describe_record(record))
         if done == 0:
             state, _ = validated(state, 0)
             _record_status(history, state)
+            if plan.snapshots_at(0):
+                _record_snapshot(history, 0, state.params)
         bar = tqdm(
             total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
         )
@@ -504,10 +585,11 @@ def train(
             for start, stop in plan.chunks(done):
                 kill_point("chunk")
                 with timer.chunk(stop - start):
-                    new_state, losses, lr = trainer.run_chunk(
+                    new_state, records = trainer.run_chunk(
                         trainer.layout.place(state), *_chunk_inputs(host_trials, start, stop, plan)
                     )
-                    losses = {k: np.asarray(v)[: stop - start] for k, v in losses.items()}
+                    records = _first(records, stop - start)
+                losses = records.loss
                 policy.after_update(
                     np.asarray(state.diverged_at), np.asarray(new_state.diverged_at), losses, start
                 )
@@ -515,10 +597,11 @@ def train(
                 if plan.validates_at(stop):
                     new_state, val_losses = validated(new_state, stop)
                 state = new_state
-                for name, value in losses.items():
-                    history["loss"][name][start:stop] = value
-                history["learning_rate"][start:stop] = np.asarray(lr)[: stop - start]
+                _record_batches(history, start, stop, records)
+                board.batches(start, records)
                 _record_status(history, state)
+                if plan.snapshots_at(stop):
+                    _record_snapshot(history, stop, state.params)
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{np.nanmean(losses['total'][-1]):.3g}")
                 if plan.logs_at(stop):
@@ -572,6 +655,32 @@ def _log_line(
     if diverged.size:
         line += f"  diverged replicate(s): {', '.join(map(str, diverged))}"
     return line
+
+
+class _NoBoard:
+    """Stands in for a :class:`TensorBoardLog` when none is written."""
+
+    def start(self, first_batch: int) -> None:
+        pass
+
+    def batches(self, start: int, records: BatchRecords) -> None:
+        pass
+
+    def validation(self, batch: int, losses: dict[str, np.ndarray]) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _board(directory: str | Path | None) -> Iterator[TensorBoardLog | _NoBoard]:
+    """The run's TensorBoard log in `directory` (None: none), closed however the run ends."""
+    if directory is None:
+        yield _NoBoard()
+        return
+    board = TensorBoardLog(directory)
+    try:
+        yield board
+    finally:
+        board.close()
 
 
 @contextlib.contextmanager
@@ -649,10 +758,10 @@ def _in_order_of(template: Any, tree: Any) -> Any:
 
 def _chunk_inputs(
     trials: Trials, start: int, stop: int, plan: TrainingPlan
-) -> tuple[Trials, np.ndarray, np.ndarray]:
+) -> tuple[Trials, np.ndarray, np.ndarray, np.ndarray]:
     """The compiled call's inputs for batches ``start:stop``: their trials with the
-    batch axis first, the batch indices and the active flags, each padded to the
-    plan's chunk length (the padding's steps are skipped)."""
+    batch axis first, the batch indices, the active flags and the update rules'
+    flags, each padded to the plan's chunk length (the padding's steps are skipped)."""
     length = plan.chunk_length
     pad = length - (stop - start)
 
@@ -661,13 +770,41 @@ def _chunk_inputs(
         return np.concatenate([x, np.repeat(x[-1:], pad, axis=0)]) if pad else x
 
     index = np.arange(start, start + length, dtype=np.int32)
-    return jax.tree.map(batches, trials), index, index < stop
+    flags = np.zeros((length, plan.rule_flags.shape[1]), bool)
+    flags[: stop - start] = plan.rule_flags[start:stop]
+    return jax.tree.map(batches, trials), index, index < stop, flags
 
 
 def _record_validation(history: History, batch: int, validation: dict[str, np.ndarray]) -> None:
     index = int(np.searchsorted(history["validation_step"], batch))
     for name, value in validation.items():
         history["validation"][name][index] = value
+
+
+def _validation_at(history: History, batch: int) -> dict[str, np.ndarray]:
+    index = int(np.searchsorted(history["validation_step"], batch))
+    return {name: values[index] for name, values in history["validation"].items()}
+
+
+def _first(records: BatchRecords, n: int) -> BatchRecords:
+    """The records of a compiled call's first `n` batches (the rest were skipped)."""
+    return jax.tree.map(lambda x: np.asarray(x)[:n], records)
+
+
+def _record_batches(history: History, start: int, stop: int, records: BatchRecords) -> None:
+    """Copy the records of batches ``start:stop`` into `history`."""
+    for name, value in records.loss.items():
+        history["loss"][name][start:stop] = value
+    for name, value in records.grad_norm.items():
+        history["grad_norm"][name][start:stop] = value
+    history["learning_rate"][start:stop] = records.learning_rate
+
+
+def _record_snapshot(history: History, batch: int, params: Any) -> None:
+    """Copy `params` (after `batch` batches) into the history's snapshots."""
+    index = int(np.searchsorted(history["snapshot_step"], batch))
+    for name, value in named_arrays(params).items():
+        history["snapshot"][name][index] = np.asarray(value)
 
 
 def _record_status(history: History, state: TrainState) -> None:

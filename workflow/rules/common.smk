@@ -1,5 +1,7 @@
 # Config validation, experiment expansion and the input/params functions of the rules.
 import re
+import signal
+import threading
 from pathlib import Path
 
 import yaml
@@ -7,6 +9,14 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 import motorflow as mf
+
+# SLURM's early warning before a time limit (sbatch --signal=USR1@T, profiles/slurm)
+# reaches every process of the job's step: Snakemake there would die of it (the
+# default action), ending the step and with it the train job before it checkpoints.
+# So Snakemake ignores SIGUSR1, and the jobs it starts inherit that, but a train job
+# handles it: it checkpoints at its next chunk boundary and exits, and the retry resumes.
+if threading.current_thread() is threading.main_thread():
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 # The config files (--configfile, else the default) are read again by motorflow's
 # own loader, which refuses duplicate keys, aliases, tags and templating, and
