@@ -14,3 +14,23 @@ rule all:
     default_target: True
     input:
         all_figures(),
+
+
+# Targets of experiments or protocols the config does not define: a clear error.
+rule unknown_experiment:
+    input:
+        unknown_target,
+    output:
+        f"{RESULTS}/{{name}}/{{path}}",
+        f"{RESULTS}/figures/{{name}}/{{path}}",
+    wildcard_constraints:
+        name=rf"(?!(?:{NOT_AN_EXPERIMENT})/)[^/]+",
+
+
+rule unknown_protocol:
+    input:
+        unknown_target,
+    output:
+        f"{RESULTS}/figures/protocol-{{protocol}}.{{ext}}",
+    wildcard_constraints:
+        protocol=rf"(?!(?:{'|'.join(map(re.escape, PROTOCOLS))})[.])[^/]+",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
+import warnings
 
 import jax
 import numpy as np
@@ -45,10 +47,19 @@ def experiment_jobs(experiment: str) -> set[tuple[str, str]]:
     }
 
 
+def test_every_store_opens_as_the_readme_shows_without_a_warning(finished):
+    stores = sorted((finished / "results").rglob("*.zarr"))
+    assert len(stores) >= 8  # trials, and each experiment's history, states, metrics
+    for store in stores:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert xr.open_zarr(store).data_vars, store
+
+
 def test_full_run_writes_every_output_with_documented_dims(finished):
     results = finished / "results"
     for experiment in ("quiet", "noisy"):
-        states = xr.open_zarr(results / experiment / "states.zarr", consolidated=False)
+        states = xr.open_zarr(results / experiment / "states.zarr")
         assert dict(states.sizes) == {
             "replicate": 2,
             "condition": 3,
@@ -72,7 +83,7 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         assert set(states.coords) >= {"goal_angle", "goal_distance", "component", "time"}
         assert json.loads(states.attrs["experiment"]) == experiment
 
-        history = xr.open_zarr(results / experiment / "history.zarr", consolidated=False)
+        history = xr.open_zarr(results / experiment / "history.zarr")
         assert history.loss.dims == ("term", "batch", "replicate")
         assert history.sizes["batch"] == 20 and np.isfinite(history.loss.values).all()
         assert list(history.validation_step.values) == [0, 10, 20]
@@ -86,7 +97,7 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
         log = (results / "logs" / "train" / f"{experiment}.log").read_text()
         assert "seconds per batch: median" in log and "trainable parameters per replicate" in log
 
-        metrics = xr.open_zarr(results / experiment / "metrics.zarr", consolidated=False)
+        metrics = xr.open_zarr(results / experiment / "metrics.zarr")
         assert metrics.endpoint_error.dims == ("replicate", "condition", "trial")
         table = pd.read_csv(results / experiment / "metrics.csv")
         assert list(table.replicate) == [0, 0, 0, 1, 1, 1] and "endpoint_error" in table
@@ -107,15 +118,15 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
     table = pd.read_csv(results / "figures" / "protocol-noise.csv")
     assert list(table.columns) == ["stage", "condition", "replicate", "max_lateral_deviation"]
     assert len(table) == 2 * 3 * 2
-    metrics = xr.open_zarr(results / "noisy" / "metrics.zarr", consolidated=False)
+    metrics = xr.open_zarr(results / "noisy" / "metrics.zarr")
     row = table.query("stage == 'noisy' and condition == 'curl_cw' and replicate == 1")
     expected = metrics.max_lateral_deviation.sel(condition="curl_cw", replicate=1).mean("trial")
     np.testing.assert_allclose(row.max_lateral_deviation, float(expected), rtol=1e-6)
     # Both experiments share the task and data settings, hence one dataset.
     assert len(list((results / "trials").iterdir())) == 1
-    noise = json.loads(
-        xr.open_zarr(results / "noisy" / "history.zarr", consolidated=False).attrs["experiment"]
-    )["model"]["feedback"]["noise_std"]
+    noise = json.loads(xr.open_zarr(results / "noisy" / "history.zarr").attrs["experiment"])[
+        "model"
+    ]["feedback"]["noise_std"]
     assert noise == 0.1
 
 
@@ -317,3 +328,54 @@ def test_job_sizes_come_from_the_config_and_editing_them_reruns_nothing(finished
     for resource in ("mem_mb=1234", "runtime=77", "gpu=1", "gpu_model=a100", "slurm_partition=gpu"):
         assert resource in train, train
     assert "mem_mb=321" in figures and "gpu=0" in figures and "gpu_model" not in figures
+
+
+def test_the_report_renders_with_what_the_first_readme_command_installs(finished):
+    # `pip install -e .` (no extras) must bring what `snakemake --report` imports.
+    required = [r.split(";")[0] for r in importlib.metadata.requires("motorflow")]
+    base = [r for r in importlib.metadata.requires("motorflow") if "extra ==" not in r]
+    assert any(r.startswith("pygments") for r in base), required
+    snakemake(finished, "--report", "report.html")
+    report = (finished / "report.html").read_text()
+    for figure in ("comparison.png", "loss.png", "trajectories.png", "speed.png"):
+        assert figure in report, figure
+
+
+def test_a_target_of_an_undefined_experiment_or_protocol_names_the_defined_ones(tmp_path):
+    workdir = make_workdir(tmp_path, tiny_config())
+    for target, message in [
+        ("results/figures/typo/loss.png", "no experiment 'typo'; it defines: quiet, noisy."),
+        ("results/typo/history.zarr", "no experiment 'typo'; it defines: quiet, noisy."),
+        ("results/figures/protocol-nois.png", "no protocol 'nois'; it defines: noise."),
+    ]:
+        result = snakemake(workdir, "--dry-run", target, check=False)
+        assert result.returncode != 0 and message in result.stdout + result.stderr, target
+    # The targets of what the config defines plan their jobs, with no error on the way.
+    for target in ("results/figures/quiet/loss.png", "results/figures/protocol-noise.png"):
+        result = snakemake(workdir, "--dry-run", target)
+        assert "Error" not in result.stdout + result.stderr
+
+
+def test_each_stage_logs_clean_lines_of_what_it_read_and_wrote(finished):
+    logs = finished / "results/logs"
+    train = (logs / "train/quiet.log").read_text()
+    assert "\r" not in train  # no progress bar in a file
+    for expected in [
+        "Read results/trials/",
+        "Training 2 replicates for batches 1 to 20 of 8 trials each",
+        "Training done: batches 1 to 20 in",
+        "Wrote results/quiet/model\n",
+        "Wrote results/quiet/model_best\n",
+        "Wrote results/quiet/history.zarr\n",
+    ]:
+        assert expected in train, expected
+    steps = [line for line in train.splitlines() if " INFO batch " in line]
+    assert [line.split(" INFO batch ")[1].split()[0] for line in steps] == ["10/20", "20/20"]
+    assert all(line.endswith("batch/s") and "validation:" in line for line in steps)
+    evaluate = (logs / "evaluate/quiet.log").read_text()
+    for expected in ["Reading results/quiet/model\n", "Wrote results/quiet/states.zarr\n"]:
+        assert expected in evaluate, expected
+    assert "Wrote results/quiet/metrics.csv\n" in evaluate
+    figures = (logs / "figures/quiet.log").read_text()
+    assert "Read results/quiet/history.zarr\n" in figures
+    assert "Wrote results/figures/quiet/loss.png\n" in figures

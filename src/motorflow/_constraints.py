@@ -12,7 +12,6 @@ names to their classes; adding one is a class and one entry there.
 from __future__ import annotations
 
 import abc
-import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
@@ -23,6 +22,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from pydantic import Field
 
 from ._config_base import Block, Boolean, ConfigError, PositiveNumber, registry, tagged_union
+from ._paths import attribute_getter
 
 Weight = Float[Array, "post pre"]
 
@@ -135,10 +135,6 @@ CONSTRAINTS: dict[str, type[AbstractConstraint]] = registry(
 AnyConstraint = tagged_union(list(CONSTRAINTS.values()))
 
 
-def _get(path: str):
-    return lambda tree: functools.reduce(getattr, path.split("."), tree)
-
-
 class Constraints(eqx.Module):
     """The configured constraints of a model whose cell has recurrent weights at
     ``network.cell.<cell.RECURRENT_WEIGHT>``, with each replicate's prepared data.
@@ -178,8 +174,8 @@ class Constraints(eqx.Module):
 
     def apply(self, model: Any, prepared: Any) -> Any:
         """One replicate's `model` constrained with its `prepared` data."""
-        get_recurrent = _get(self.recurrent_path)
-        get_readout = _get("network.readout.weight")
+        get_recurrent = attribute_getter(self.recurrent_path)
+        get_readout = attribute_getter("network.readout.weight")
         recurrent, readout = get_recurrent(model), get_readout(model)
         for constraint, data in zip(self.constraints, prepared, strict=True):
             recurrent, readout = constraint.apply(recurrent, readout, data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from ._config import ModelConfig
 from ._ensemble import make_ensemble, n_replicates
 from ._faults import kill_point
 from ._orbax import orbax_checkpoint, restore_target
+
+logger = logging.getLogger("motorflow")
 
 FORMAT = "motorflow.ensemble/1"
 _CONFIG = "ensemble.json"
@@ -53,6 +56,7 @@ def save_ensemble(
                 checkpointer.save(tmp / _OPTIMIZER, optimizer_state)
         (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
         kill_point("save_model")
+    logger.info("Wrote %s", path)
 
 
 def _record(path: Path) -> dict[str, Any]:
@@ -74,6 +78,7 @@ def load_training_record(path: str | Path) -> dict[str, Any]:
 
 def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
     """Read an ensemble saved by :func:`save_ensemble`; returns it and its config."""
+    logger.info("Reading %s", path)
     path = Path(path).absolute()
     record = _record(path)
     config = ModelConfig.from_dict(record["model"], "model")

@@ -6,7 +6,6 @@ import contextlib
 import logging
 import os
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,30 +25,34 @@ def enable_compilation_cache(directory: str | Path | None) -> None:
 
 @contextlib.contextmanager
 def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
-    """Send the stage's log lines and progress bars to `log_path`.
+    """Send the stage's log lines (and Python warnings) to `log_path`, one per line.
 
-    Errors are logged there too and then re-raised, so they also reach the console.
+    Progress bars stay on the console (a terminal) and never reach the file. Errors are
+    logged there too and then re-raised, so they also reach the console.
     """
     logger = logging.getLogger("motorflow")
     logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    warnings_logger = logging.getLogger("py.warnings")
     with open(log_path, "w", buffering=1) as stream:
         handler = logging.StreamHandler(stream)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
+        logging.captureWarnings(True)
+        warnings_logger.addHandler(handler)
         # Where the job ran: on a cluster, the log ties each output to its SLURM job.
         slurm_job = os.environ.get("SLURM_JOB_ID")
         logger.info(
             "host %s%s", socket.gethostname(), f", SLURM job {slurm_job}" if slurm_job else ""
         )
-        previous_stderr, sys.stderr = sys.stderr, stream
         try:
             yield logger
         except BaseException:
             logger.exception("stage failed")
             raise
         finally:
-            sys.stderr = previous_stderr
+            logging.captureWarnings(False)
+            warnings_logger.removeHandler(handler)
             logger.removeHandler(handler)

@@ -204,7 +204,6 @@ def train_experiment(
             training={"parameters": "best", **status},
         )
     store.record_outputs(result.run_id)
-    logger.info("Wrote the model to %s and the history to %s", model_path, history_path)
 
 
 def evaluate_experiment(
@@ -262,6 +261,7 @@ def _write_csv(table: pd.DataFrame, path: str | Path) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     table.to_csv(tmp, index=False)
     tmp.replace(path)
+    logger.info("Wrote %s", path)
 
 
 def _save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
@@ -269,6 +269,7 @@ def _save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     figure.savefig(tmp, dpi=dpi, bbox_inches="tight")
     tmp.replace(path)
+    logger.info("Wrote %s", path)
 
 
 def experiment_figures(

@@ -8,6 +8,7 @@ name the store and the problem when something is off.
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,16 +34,27 @@ class StoreError(ValueError):
         )
 
 
+logger = logging.getLogger("motorflow")
+
 TRIAL_FIELDS = ("init_pos", "init_vel", "goal_pos")
 # The go cue's step per trial, stored only for tasks that give one.
 GO_STEP = "go_step"
 
 
 def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | None = None) -> None:
-    """Write `dataset` as a Zarr v3 store at `path`, atomically (replacing any old one)."""
-    with atomic_directory(path) as tmp:
-        dataset.to_zarr(tmp, zarr_format=3, consolidated=False, encoding=encoding or {})
+    """Write `dataset` as a Zarr v3 store at `path`, atomically (replacing any old one).
+
+    The store's metadata is consolidated into its root, so that ``xr.open_zarr(path)``
+    reads it without listing the directory, where Snakemake leaves a marker file
+    (``.snakemake_timestamp``) that zarr would warn about.
+    """
+    with atomic_directory(path) as tmp, warnings.catch_warnings():
+        # zarr notes that consolidated metadata is not (yet) in the v3 specification;
+        # zarr and xarray read it.
+        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not")
+        dataset.to_zarr(tmp, zarr_format=3, consolidated=True, encoding=encoding or {})
         kill_point(f"write:{Path(path).name}")
+    logger.info("Wrote %s", path)
 
 
 def open_dataset(path: str | Path) -> xr.Dataset:
@@ -55,11 +67,13 @@ def open_dataset(path: str | Path) -> xr.Dataset:
             # Snakemake marks directory outputs with a file zarr does not know.
             warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
             with xr.open_zarr(path, consolidated=False) as dataset:
-                return dataset.load()
+                loaded = dataset.load()
     except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
         raise StoreError(
             path, f"cannot be read as a Zarr store ({type(error).__name__}: {error})"
         ) from None
+    logger.info("Read %s", path)
+    return loaded
 
 
 def json_attrs(values: Mapping[str, Any]) -> dict[str, str]:

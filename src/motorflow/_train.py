@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -573,13 +574,26 @@ def train(
             board.validation(done, _validation_at(history, done))
         record["resumed_from_batch"] = done
         logger.info("Run record:\n%s", describe_record(record))
+        logger.info(
+            "Training %d replicates for batches %d to %d of %d trials each",
+            config.n_replicates,
+            done + 1,
+            config.n_batches,
+            config.batch_size,
+        )
+        rate = _Rate(done)
         if done == 0:
             state, _ = validated(state, 0)
             _record_status(history, state)
             if plan.snapshots_at(0):
                 _record_snapshot(history, 0, state.params)
         bar = tqdm(
-            total=config.n_batches, initial=done, disable=not progress, unit="batch", desc="train"
+            total=config.n_batches,
+            initial=done,
+            # A bar on a terminal only (tqdm's None): never in a log file.
+            disable=None if progress else True,
+            unit="batch",
+            desc="train",
         )
         with bar:
             for start, stop in plan.chunks(done):
@@ -605,7 +619,8 @@ def train(
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{np.nanmean(losses['total'][-1]):.3g}")
                 if plan.logs_at(stop):
-                    logger.info("%s", _log_line(stop, config.n_batches, losses, val_losses, state))
+                    line = _log_line(stop, config.n_batches, losses, val_losses, state)
+                    logger.info("%s  %.1f batch/s", line, rate.since_last(stop))
                 if checkpoints is not None and (plan.checkpoints_at(stop) or preemption.requested):
                     checkpoints.save(
                         stop,
@@ -626,7 +641,13 @@ def train(
                 if on_log is not None:
                     on_log(stop, history)
     record["timing"] = timer.summary()
-    logger.info("Training done:\n%s", describe_record(record))
+    logger.info(
+        "Training done: batches %d to %d in %.1f s",
+        record["resumed_from_batch"] + 1,
+        config.n_batches,
+        record["timing"]["total_seconds"],
+    )
+    logger.info("Run record:\n%s", describe_record(record))
     return TrainResult(
         ensemble=trainer.ensemble(state.params),
         best_ensemble=trainer.ensemble(state.best_params),
@@ -655,6 +676,19 @@ def _log_line(
     if diverged.size:
         line += f"  diverged replicate(s): {', '.join(map(str, diverged))}"
     return line
+
+
+class _Rate:
+    """Batches per second (wall time) since the previous log line."""
+
+    def __init__(self, done: int):
+        self._time, self._done = time.perf_counter(), done
+
+    def since_last(self, done: int) -> float:
+        now = time.perf_counter()
+        rate = (done - self._done) / max(now - self._time, 1e-9)
+        self._time, self._done = now, done
+        return rate
 
 
 class _NoBoard:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,10 +10,7 @@ import equinox as eqx
 import jax
 
 from ._config import ConfigError, OptimizerConfig, TrainConfig
-
-
-def _getter(path: str):
-    return lambda tree: functools.reduce(getattr, path.split("."), tree)
+from ._paths import attribute_getter
 
 
 def _check_path(model: Any, path: str, config_key: str) -> None:
@@ -52,7 +48,7 @@ def trainable_filter(model: Any, paths: Sequence[str], config_key: str = "traina
     spec = jax.tree.map(lambda _: False, model)
     for path in paths:
         _check_path(model, path, config_key)
-        get = _getter(path)
+        get = attribute_getter(path)
         spec = eqx.tree_at(get, spec, replace=jax.tree.map(lambda _: True, get(spec)))
         if not any(jax.tree.leaves(jax.tree.map(_is_inexact, get(model)))):
             raise ConfigError(config_key, f"{path!r} selects no trainable (floating-point) arrays")

@@ -20,7 +20,6 @@ with no update of a unit's weight onto itself. The rules act on
 from __future__ import annotations
 
 import abc
-import functools
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -31,6 +30,7 @@ from jaxtyping import Array, Bool, Float
 from pydantic import Field, model_validator
 
 from ._config_base import Block, ConfigError, PositiveNumber, registry, tagged_union
+from ._paths import attribute_getter
 from ._schedule import BatchSchedule
 
 Weight = Float[Array, "post pre"]
@@ -95,16 +95,20 @@ UPDATE_RULES: dict[str, type[AbstractUpdateRule]] = registry(Hebbian, Oja)
 AnyUpdateRule = tagged_union(list(UPDATE_RULES.values()))
 
 
-def _get(path: str):
-    return lambda tree: functools.reduce(getattr, path.split("."), tree)
-
-
 def _shifted(hidden: Float[Array, "*trials time units"], lag: int) -> Array:
     """`hidden` delayed by `lag` steps along time, zeros (the initial state) before."""
     if lag == 0:
         return hidden
     pad = [(0, 0)] * (hidden.ndim - 2) + [(lag, 0), (0, 0)]
     return jnp.pad(hidden, pad)[..., :-lag, :]
+
+
+def _location(model: Any, target: str) -> tuple[str, int, int]:
+    """The path of the matrix a rule on `target` changes and its rows ``[start, stop)``."""
+    if target == "readout":
+        return "network.readout.weight", 0, model.network.readout.out_features
+    cell = model.network.cell
+    return f"network.cell.{cell.PLASTIC_WEIGHT}", *cell.plastic_rows()
 
 
 class UpdateRules(eqx.Module):
@@ -121,12 +125,7 @@ class UpdateRules(eqx.Module):
 
     def __init__(self, rules: Sequence[AbstractUpdateRule], model: Any):
         self.rules = tuple(rules)
-        cell = model.network.cell
-        recurrent = (f"network.cell.{cell.PLASTIC_WEIGHT}", *cell.plastic_rows())
-        readout = ("network.readout.weight", 0, model.network.readout.out_features)
-        self.locations = tuple(
-            recurrent if rule.target == "recurrent" else readout for rule in self.rules
-        )
+        self.locations = tuple(_location(model, rule.target) for rule in self.rules)
 
     def __bool__(self) -> bool:
         return bool(self.rules)
@@ -136,7 +135,7 @@ class UpdateRules(eqx.Module):
         paths = {path for path, *_ in self.locations}
         flags = jax.tree.map(lambda _: False, model)
         for path in paths:
-            flags = eqx.tree_at(_get(path), flags, True)
+            flags = eqx.tree_at(attribute_getter(path), flags, True)
         return flags
 
     def apply(self, model: Any, hidden: Array, output: Array, flags: Bool[Array, " rule"]) -> Any:
@@ -147,7 +146,7 @@ class UpdateRules(eqx.Module):
                 post, pre = hidden, _shifted(hidden, rule.lag)
             else:
                 post, pre = output, hidden
-            get = _get(path)
+            get = attribute_getter(path)
             whole = get(model)
             weight = whole[start:stop]
             delta = rule.delta(

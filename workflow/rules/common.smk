@@ -54,6 +54,27 @@ wildcard_constraints:
     protocol="|".join(map(re.escape, PROTOCOLS)) or "(?!)",
 
 
+def unknown_target(wildcards):
+    """Input of a target no experiment or protocol of the config makes: an error
+    naming the ones it defines (Snakemake alone would only say no rule makes it)."""
+    if "protocol" in wildcards.keys():
+        kind, name, defined = "protocol", wildcards.protocol, PROTOCOLS
+    else:
+        kind, name, defined = "experiment", wildcards.name, EXPERIMENTS
+    raise WorkflowError(
+        f"The config defines no {kind} {name!r}; it defines: "
+        f"{', '.join(defined) or 'none'}. Nothing was run."
+    )
+
+
+# What may not follow results/ (or results/figures/) in the target of an unknown
+# experiment: an experiment's name, or a folder of results/. (A lookahead in a wildcard's
+# pattern sees the rest of the path, so the names are matched with the "/" after them.)
+NOT_AN_EXPERIMENT = "|".join(
+    map(re.escape, [*EXPERIMENTS, "trials", "figures", "logs", "benchmarks"])
+)
+
+
 # The settings each job depends on, one param per setting (see `setting_params`).
 JOB_SETTINGS = mf.job_settings(SETTINGS, EXPERIMENTS)
 
