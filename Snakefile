@@ -3,10 +3,14 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/trials.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
 
 
@@ -25,6 +29,15 @@ rule unknown_experiment:
         f"{RESULTS}/figures/{{name}}/{{path}}",
     wildcard_constraints:
         name=rf"(?!(?:{NOT_AN_EXPERIMENT})/)[^/]+",
+
+
+rule unknown_sweep:
+    input:
+        unknown_target,
+    output:
+        f"{RESULTS}/figures/sweep-{{sweep_name}}.{{ext}}",
+    wildcard_constraints:
+        sweep_name=rf"(?!(?:{'|'.join(map(re.escape, SETTINGS.sweeps))})[.])[^/]+",
 
 
 rule unknown_protocol:

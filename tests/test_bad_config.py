@@ -542,6 +542,52 @@ CASES = {
         "protocols.noise.stages",
         ["[]", "non-empty"],
     ),
+    # analyses, statistics and sweep figures
+    "a drawn replicate no experiment has": (
+        at("analysis.replicate", 2),
+        "analysis.replicate",
+        ["is 2", "'quiet' has 2 replicates (0 to 1)"],
+    ),
+    "no principal components": (
+        at("analysis.pca.n_components", 0),
+        "analysis.pca.n_components",
+        ["0", ">= 1"],
+    ),
+    "a fixed-point search without starts": (
+        at("analysis.fixed_points.n_starts", 0),
+        "analysis.fixed_points.n_starts",
+        ["0", ">= 1"],
+    ),
+    "a negative fixed-point tolerance": (
+        at("analysis.fixed_points.tolerance", -1e-6),
+        "analysis.fixed_points.tolerance",
+        ["-1e-06", "> 0"],
+    ),
+    "a movement threshold of the whole peak": (
+        at("analysis.tuning.speed_threshold", 1.0),
+        "analysis.tuning.speed_threshold",
+        ["1.0", "< 1"],
+    ),
+    "a confidence of 100%": (
+        at("statistics.confidence", 1.0),
+        "statistics.confidence",
+        ["1.0", "< 1"],
+    ),
+    "too few resamples": (
+        at("statistics.n_resamples", 10),
+        "statistics.n_resamples",
+        ["10", ">= 100"],
+    ),
+    "an unknown key of the analyses": (
+        at("analysis.pca.whiten", True),
+        "analysis.pca.whiten",
+        ["whiten"],
+    ),
+    "an unknown sweep metric": (
+        at("sweeps", {"s": {"experiment": "quiet", "grid": {"seed": [1]}, "metrics": ["grace"]}}),
+        "sweeps.s.metrics[0]",
+        ["'grace'", "'endpoint_error'"],
+    ),
     # sizes whose work or storage would not fit
     "trial specs beyond any disk": (
         at("trainings.quick", {"n_batches": 10**6, "batch_size": 10**5, "n_replicates": 2}),

@@ -38,18 +38,23 @@ def jobs(*rules, experiments=BOTH) -> set[str]:
     for rule in rules:
         if rule == "trials":
             out.add("trials:*")
-        elif rule == "comparison_figure":
-            out.add("comparison_figure:")
+        elif rule in ("comparison_figure", "summary"):
+            out.add(f"{rule}:")
         else:
             out |= {f"{rule}:{name}" for name in experiments}
     return out
 
 
-TASK = jobs("trials", "train", "evaluate")  # the task: every stage that reads it
+TASK = jobs("trials", "train", "evaluate", "analysis")  # the task: every stage that reads it
 DATA = jobs("trials", "train")  # training data; evaluation reruns on the new model (its input)
 TRAIN = jobs("train")
 NOTHING: set[str] = set()
-FIGURES = jobs("experiment_figures", "comparison_figure") | {"protocol_figure:noise"}
+FIGURES = jobs("experiment_figures", "analysis_figures", "comparison_figure") | {
+    "protocol_figure:noise"
+}
+SUMMARY = {"summary:"}  # the experiments, or what pairs them (seed, replicate count)
+# The jobs of an experiment
+EXPERIMENT_JOBS = ("train", "evaluate", "experiment_figures", "analysis", "analysis_figures")
 ARM_FIGURES = jobs("arm_figure")  # new jobs: experiments with an arm get its figure
 
 
@@ -141,7 +146,7 @@ CORPUS = {
         {"train:noisy"},
     ),
     # training
-    "replicates": (at("trainings.quick.n_replicates", 3), DATA),
+    "replicates": (at("trainings.quick.n_replicates", 3), DATA | SUMMARY),
     "batches": (at("trainings.quick.n_batches", 30), DATA),
     "batch size": (at("trainings.quick.batch_size", 4), DATA),
     "shared trials": (at("trainings.quick.shared_trials", True), DATA),
@@ -197,7 +202,10 @@ CORPUS = {
         ),
         TRAIN,
     ),
-    "seed": (at("experiments.quiet.seed", 4), {"trials:*", "train:quiet", "evaluate:quiet"}),
+    "seed": (
+        at("experiments.quiet.seed", 4),
+        {"trials:*", "train:quiet", "evaluate:quiet", "analysis:quiet"} | SUMMARY,
+    ),
     # a chain: the child's own settings say where it starts (its input, the parent's
     # model, reruns it whenever the parent reruns)
     "an experiment chained": (at("experiments.noisy.init_from", "quiet"), {"train:noisy"}),
@@ -235,7 +243,22 @@ CORPUS = {
     "figure dpi": (at("figures.dpi", 50), FIGURES),
     "figure replicates": (at("figures.max_replicates", 1), FIGURES),
     "figure format": (at("figures.format", "pdf"), FIGURES),
-    "library code tracked": (at("track_code", True), jobs("train", "evaluate")),
+    "library code tracked": (at("track_code", True), jobs("train", "evaluate", "analysis")),
+    # analyses and statistics
+    "PCA components": (at("analysis.pca.n_components", 2), jobs("analysis")),
+    "fixed-point search": (
+        at("analysis.fixed_points", {"n_starts": 4, "steps": 50, "learning_rate": 0.1}),
+        jobs("analysis"),
+    ),
+    "fixed-point tolerances": (
+        at("analysis.fixed_points", {"tolerance": 1e-6, "distinct_tolerance": 0.01}),
+        jobs("analysis"),
+    ),
+    "fixed-point start noise": (at("analysis.fixed_points.start_noise", 0.0), jobs("analysis")),
+    "tuning threshold": (at("analysis.tuning.speed_threshold", 0.3), jobs("analysis")),
+    "replicate drawn": (at("analysis.replicate", 1), jobs("analysis_figures")),
+    "bootstrap confidence": (at("statistics.confidence", 0.9), SUMMARY),
+    "bootstrap resamples and seed": (at("statistics", {"n_resamples": 500, "seed": 3}), SUMMARY),
     # what cannot change results reruns nothing
     "checkpoint cadence": (at("trainings.quick.checkpoint", {"times": 2}), NOTHING),
     "checkpoints by time": (
@@ -249,6 +272,7 @@ CORPUS = {
     "cache directory": (at("jax_cache_dir", "elsewhere/cache"), NOTHING),
     "train resources": (at("resources.train", {"threads": 1, "mem_mb": 999}), NOTHING),
     "evaluate resources": (at("resources.evaluate", {"runtime": 5}), NOTHING),
+    "analysis resources": (at("resources.analysis", {"threads": 2, "mem_mb": 999}), NOTHING),
     "a block renamed": (rename_training, NOTHING),
     "a default written out": (at("models.small.plant.mass", 1.0), NOTHING),
     "a default loss term written out": (at("trainings.quick.loss", {"effort": {}}), NOTHING),
@@ -257,13 +281,13 @@ CORPUS = {
     # (it shares the trial specs of the experiments with its task, data and seed)
     "an experiment added": (
         add_experiment,
-        jobs("train", "evaluate", "experiment_figures", experiments=["extra"])
-        | {"comparison_figure:"},
+        jobs(*EXPERIMENT_JOBS, experiments=["extra"]) | {"comparison_figure:"} | SUMMARY,
     ),
     "a sweep added": (
         add_sweep,
-        jobs("train", "evaluate", "experiment_figures", experiments=["lr-seed3"])
-        | {"comparison_figure:", "trials:*"},
+        jobs(*EXPERIMENT_JOBS, experiments=["lr-seed3"])
+        | {"comparison_figure:", "trials:*", "sweep_figure:lr"}
+        | SUMMARY,
     ),
 }
 
@@ -275,6 +299,22 @@ def test_an_edit_changes_the_params_of_exactly_the_jobs_it_makes_stale(name):
     after = copy.deepcopy(before)
     edit(after)
     assert changed_jobs(before, after) == expected
+
+
+def test_a_sweeps_metrics_and_grid_change_only_what_they_draw():
+    before = tiny_config()
+    add_sweep(before)
+    after = copy.deepcopy(before)
+    after["sweeps"]["lr"]["metrics"] = ["max_lateral_deviation"]
+    assert changed_jobs(before, after) == {"sweep_figure:lr"}
+    # A grid value added: the new point's jobs, the summary, and the sweep's figure.
+    after = copy.deepcopy(before)
+    after["sweeps"]["lr"]["grid"]["seed"] = [3, 4]
+    assert changed_jobs(before, after) == jobs(*EXPERIMENT_JOBS, experiments=["lr-seed4"]) | {
+        "trials:*",
+        "comparison_figure:",
+        "sweep_figure:lr",
+    } | SUMMARY
 
 
 def delayed_reaches() -> dict:

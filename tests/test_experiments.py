@@ -154,7 +154,13 @@ def test_experiment_keys_are_distinct_and_reproducible():
 
     keys = mf.experiment_keys(3)
     data = {name: np.asarray(jax.random.key_data(key)) for name, key in keys.items()}
-    assert len({d.tobytes() for d in data.values()}) == len(keys) == 6
+    assert len({d.tobytes() for d in data.values()}) == len(keys) == 7
+    # A stream added later leaves the earlier ones' keys as they were: fold_in(root, i).
+    root = jax.random.key(3)
+    for index, name in enumerate(keys):
+        np.testing.assert_array_equal(
+            data[name], jax.random.key_data(jax.random.fold_in(root, index))
+        )
     again = mf.experiment_keys(3)
     for name in keys:
         np.testing.assert_array_equal(jax.random.key_data(again[name]), data[name])

@@ -1,14 +1,15 @@
 import json
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
-from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 import motorflow as mf
+from motorflow._analysis._statistics import replicate_values, summarise
 from motorflow._figures import (
-    comparison_summary,
     plot_comparison,
     plot_loss_history,
     plot_speed_profiles,
@@ -65,6 +66,20 @@ def panels(fig: Figure) -> list:
     return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
 
 
+def weighted_history(weights: dict[str, float], **kwargs) -> xr.Dataset:
+    """A history whose ``experiment`` attribute holds the loss weights, as
+    `train_experiment` writes it."""
+    data = history(terms=tuple(weights), **kwargs)
+    loss = {term: {"weight": weight} for term, weight in weights.items()}
+    data.attrs["experiment"] = json.dumps({"name": "demo", "training": {"loss": loss}})
+    return data
+
+
+def term_of(title: str) -> str:
+    """The loss term a loss panel's title names."""
+    return title.split(",")[0].split(" (")[0]
+
+
 def assert_saves(fig: Figure, path) -> None:
     fig.savefig(path)
     assert path.stat().st_size > 1000
@@ -74,16 +89,21 @@ def test_loss_history_has_a_panel_per_term_total_first(tmp_path):
     fig = plot_loss_history(history(), title="demo")
     assert isinstance(fig, Figure)
     axes = panels(fig)
-    assert [ax.get_title() for ax in axes] == ["total", "position", "effort"]
+    assert [ax.get_title() for ax in axes] == [
+        "total (weighted sum of the terms)",
+        "position, unweighted",
+        "effort, unweighted",
+    ]
     for ax in axes:
         assert ax.get_yscale() == "log"
         assert ax.get_xlabel() == "batch"
+        # Without weights in the history, the total panel has no weighted parts to draw.
         train, validation = ax.lines
         # Batches that never ran are dropped rather than drawn as NaN.
         np.testing.assert_array_equal(train.get_xdata(), np.arange(20))
         np.testing.assert_array_equal(validation.get_xdata(), [0, 10, 20])
         assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 1
-    assert axes[0].get_legend() is not None
+    assert len(fig.legends) == 1 and all(ax.get_legend() is None for ax in axes)
     assert fig.get_suptitle() == "demo"
     assert_saves(fig, tmp_path / "loss.png")
 
@@ -107,11 +127,57 @@ def test_loss_history_survives_zero_and_unrecorded_terms_with_one_replicate(tmp_
     data["loss"].loc[{"term": "unused"}] = np.nan
     data["validation_loss"].loc[{"term": "unused"}] = np.nan
     fig = plot_loss_history(data)
-    axes = {ax.get_title(): ax for ax in panels(fig)}
+    axes = {term_of(ax.get_title()): ax for ax in panels(fig)}
     assert set(axes) == {"total", "position", "hidden", "unused"}
     assert axes["hidden"].get_yscale() == "linear"
     assert not axes["unused"].lines and axes["unused"].texts[0].get_text() == "no data"
     assert_saves(fig, tmp_path / "loss.png")
+
+
+def test_loss_history_titles_carry_each_terms_weight_from_the_settings():
+    data = weighted_history({"position": 1.0, "effort": 1e-05, "hold": 100.0})
+    titles = [ax.get_title() for ax in panels(plot_loss_history(data))]
+    assert titles == [
+        "total (weighted sum of the terms)",
+        "position, unweighted (weight 1)",
+        "effort, unweighted (weight 1e-05)",
+        "hold, unweighted (weight 100)",
+    ]
+
+
+def test_loss_history_total_panel_shows_each_terms_weighted_part():
+    weights = {"position": 2.0, "effort": 1e-3, "hidden": 0.0}
+    data = weighted_history(weights, n_replicates=3)
+    total = panels(plot_loss_history(data))[0]
+    parts = {
+        line.get_label().removeprefix("part of total: ").split(" × ")[0]: line
+        for line in total.lines
+        if line.get_label().startswith("part of total: ")
+    }
+    # A term of weight 0 adds nothing to the total: no line for it.
+    assert set(parts) == {"position", "effort"}
+    for term, line in parts.items():
+        expected = weights[term] * data.loss.sel(term=term).isel(batch=slice(0, 20))
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(20))
+        np.testing.assert_allclose(line.get_ydata(), expected.mean("replicate"), rtol=1e-6)
+        assert line.get_linewidth() < total.lines[0].get_linewidth()
+        assert line.get_label() == f"part of total: {term} × {weights[term]:g}"
+
+
+def test_loss_history_legend_lies_outside_every_panel():
+    data = weighted_history({"position": 1.0, "effort": 0.5, "hold": 2.0, "hidden": 1.0})
+    data["diverged_at"][:] = [-1, 12]
+    fig = plot_loss_history(data)
+    fig.draw_without_rendering()
+    axes = panels(fig)
+    assert all(ax.get_legend() is None for ax in axes)
+    (legend,) = fig.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert {"train, mean", "validation, mean", "a replicate diverged"} <= set(labels)
+    assert "part of total: hold × 2" in labels
+    box = legend.get_window_extent()
+    for ax in axes:
+        assert not box.overlaps(ax.get_tightbbox()), ax.get_title()
 
 
 def test_loss_history_before_any_batch_ran():
@@ -169,44 +235,144 @@ def test_speed_profiles_mark_a_delayed_reachs_go_cue(states):
     assert len(ax.lines) == states.sizes["trial"] + 1
 
 
-def test_comparison_summary_picks_final_total_validation_and_mean_endpoint_error(states):
+def test_replicate_values_pick_final_total_validation_and_mean_endpoint_error(states):
     data = history(n_replicates=3, batches_run=N_BATCHES)
     metrics = reach_metrics(states)
-    summary = comparison_summary(data, metrics)
-    assert dict(summary.sizes) == {"replicate": 3}
+    values = replicate_values(data, metrics)
+    assert values.sizes["replicate"] == 3
     np.testing.assert_array_equal(
-        summary.final_validation_loss,
+        values.final_validation_loss,
         data.validation_loss.sel(term="total", validation_step=N_BATCHES),
     )
-    np.testing.assert_allclose(summary.endpoint_error, metrics.endpoint_error.mean("trial"))
+    expected = metrics.endpoint_error.mean("trial")
+    if "condition" not in expected.dims:  # a store without conditions: one, named ""
+        expected = expected.expand_dims(condition=[""])
+    np.testing.assert_allclose(values.endpoint_error, expected.transpose("replicate", "condition"))
     with pytest.raises(ValueError):
-        comparison_summary(data, metrics.isel(replicate=[0, 1]))
+        replicate_values(data, metrics.isel(replicate=[0, 1]))
 
 
-def test_comparison_has_a_tick_per_experiment_and_a_dot_per_replicate(tmp_path):
-    def summary(n_replicates, scale):
-        return xr.Dataset(
-            {
-                "final_validation_loss": ("replicate", scale * np.linspace(1, 2, n_replicates)),
-                "endpoint_error": ("replicate", scale * np.linspace(0.01, 0.02, n_replicates)),
-            },
-            coords={"replicate": np.arange(n_replicates)},
-        )
+def comparison_values(n_replicates: int, scale: float, *, seed: int = 0) -> xr.Dataset:
+    rng = np.random.default_rng(seed)
+    return xr.Dataset(
+        {
+            "final_validation_loss": ("replicate", scale * rng.uniform(1, 2, n_replicates)),
+            "endpoint_error": (
+                ("replicate", "condition"),
+                scale * rng.uniform(0.01, 0.02, (n_replicates, 2)),
+                {"units": "m"},
+            ),
+        },
+        coords={"replicate": np.arange(n_replicates), "condition": ["null", "curl"]},
+    )
 
-    summaries = {"baseline": summary(5, 1e-2), "delay": summary(1, 1e-1), "noise": summary(3, 1.0)}
-    fig = plot_comparison(summaries, title="compare")
-    loss_ax, error_ax = panels(fig)
+
+def drawn(ax, gid: str) -> list:
+    return [artist for artist in ax.get_children() if artist.get_gid() == gid]
+
+
+def test_comparison_draws_replicates_mean_and_the_summarys_interval(tmp_path):
+    values = {
+        "baseline": comparison_values(5, 1e-2),
+        "delay": comparison_values(1, 1e-1),
+        "noise": comparison_values(3, 1.0),
+    }
+    summary = summarise(values, {"baseline": 0, "delay": 0, "noise": 0}, key=jax.random.key(0))
+    fig = plot_comparison(values, summary, condition="curl", title="compare")
+    (loss_ax, error_ax), (loss_difference_ax, error_difference_ax) = np.reshape(panels(fig), (2, 2))
     assert loss_ax.get_yscale() == "log" and error_ax.get_yscale() == "linear"
-    for ax in (loss_ax, error_ax):
+    assert error_ax.get_title() == "evaluated in: curl"
+    assert error_ax.get_ylabel() == "endpoint error (m)"
+    for ax, (metric, condition) in [
+        (loss_ax, ("final_validation_loss", "")),
+        (error_ax, ("endpoint_error", "curl")),
+    ]:
+        cell = summary.sel(metric=metric, condition=condition)
         assert [t.get_text() for t in ax.get_xticklabels()] == ["baseline", "delay", "noise"]
-        dots = [len(c.get_offsets()) for c in ax.collections if isinstance(c, PathCollection)]
-        assert dots == [5, 1, 3]
-        assert sum(isinstance(c, LineCollection) for c in ax.collections) == 3  # mean bars
+        dots = drawn(ax, "replicates")
+        assert [len(d.get_offsets()) for d in dots] == [5, 1, 3]
+        noise = values["noise"][metric]
+        noise = noise.sel(condition=condition) if condition else noise
+        np.testing.assert_allclose(dots[2].get_offsets()[:, 1], noise)
+        means = [c.get_segments()[0][0, 1] for c in drawn(ax, "mean")]
+        np.testing.assert_allclose(means, cell["mean"])
+        # One replicate has no interval; the others' are the summary's, not recomputed.
+        intervals = [c.get_segments()[0][:, 1] for c in drawn(ax, "interval")]
+        expected = cell.sel(experiment=["baseline", "noise"])
+        np.testing.assert_allclose(intervals, np.stack([expected.ci_low, expected.ci_high], -1))
+        assert not drawn(ax, "pairing")
+    for ax, metric, condition in [
+        (loss_difference_ax, "final_validation_loss", ""),
+        (error_difference_ax, "endpoint_error", "curl"),
+    ]:
+        cell = summary.sel(metric=metric, condition=condition, reference="baseline")
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        # Different replicate counts: nothing to pair even with one seed.
+        assert labels == ["baseline\n(reference)", "delay\nunpaired", "noise\nunpaired"]
+        assert len(drawn(ax, "zero")) == 1 and not drawn(ax, "replicates")
+        means = [c.get_segments()[0][0, 1] for c in drawn(ax, "mean")]
+        np.testing.assert_allclose(means, cell.difference.sel(experiment=["delay", "noise"]))
+        (interval,) = [c.get_segments()[0][:, 1] for c in drawn(ax, "interval")]
+        noise = cell.sel(experiment="noise")
+        np.testing.assert_allclose(interval, [noise.difference_ci_low, noise.difference_ci_high])
+    assert_saves(fig, tmp_path / "comparison.png")
+
+
+def test_comparison_joins_replicates_only_of_paired_adjacent_experiments():
+    values = {name: comparison_values(4, 1.0, seed=index) for index, name in enumerate("abc")}
+    values["b"]["final_validation_loss"][2] = np.nan
+    summary = summarise(values, {"a": 7, "b": 7, "c": 8}, key=jax.random.key(1))
+    fig = plot_comparison(values, summary, metrics=["final_validation_loss"])
+    top, bottom = panels(fig)
+    (pairing,) = drawn(top, "pairing")
+    a, b = (values[name].final_validation_loss.values for name in "ab")
+    # Each finite pair of a's and b's replicates, joined from column 0 to column 1.
+    segments = pairing.get_segments()
+    assert len(segments) == 3
+    for segment in segments:
+        replicate = int(np.argmin(np.abs(a - segment[0, 1])))
+        np.testing.assert_allclose(segment[:, 1], [a[replicate], b[replicate]])
+        np.testing.assert_allclose(segment[1, 0] - segment[0, 0], 1.0)
+    labels = [t.get_text() for t in bottom.get_xticklabels()]
+    assert labels == ["a\n(reference)", "b\npaired", "c\nunpaired"]
+    # Paired: the per-replicate differences are drawn too; unpaired has none to draw.
+    (differences,) = drawn(bottom, "replicates")
+    np.testing.assert_allclose(differences.get_offsets()[:, 1], b - a)
+    legend_labels = [text.get_text() for text in fig.legends[0].get_texts()]
+    assert "same replicate (paired)" in legend_labels
+    unpaired = plot_comparison(values, summarise(values, {}, key=jax.random.key(1)))
+    assert not any(drawn(ax, "pairing") for ax in panels(unpaired))
+
+
+def test_comparison_legend_explains_the_marks_below_the_panels():
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(4, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0), confidence=0.9)
+    fig = plot_comparison(values, summary)
+    fig.draw_without_rendering()
+    axes = panels(fig)
+    assert all(ax.get_legend() is None for ax in axes)
+    (legend,) = fig.legends
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels[:3] == ["a replicate", "mean of the replicates", "90% bootstrap interval"]
+    box = legend.get_window_extent()
+    for ax in axes:
+        assert not box.overlaps(ax.get_tightbbox())
+        assert box.y1 <= ax.get_tightbbox().y0
+
+
+def test_comparison_of_real_replicate_values_and_a_single_experiment(states, tmp_path):
+    data = history(n_replicates=3, batches_run=N_BATCHES)
+    values = {"only": replicate_values(data, reach_metrics(states))}
+    summary = summarise(values, {"only": 0}, key=jax.random.key(0), n_resamples=200)
+    fig = plot_comparison(values, summary, metrics=["endpoint_error", "not_a_metric"])
+    (ax,) = panels(fig)
+    assert len(drawn(ax, "replicates")[0].get_offsets()) == 3
+    assert ax.get_title() == ""  # no condition dim: the single condition ""
     assert_saves(fig, tmp_path / "comparison.png")
 
 
 def test_comparison_survives_zero_and_nan_values(tmp_path):
-    summaries = {
+    values = {
         "zero": xr.Dataset(
             {
                 "final_validation_loss": ("replicate", [0.0, 1.0]),
@@ -220,11 +386,9 @@ def test_comparison_survives_zero_and_nan_values(tmp_path):
             }
         ),
     }
-    fig = plot_comparison(summaries)
+    fig = plot_comparison(values, summarise(values, {}, key=jax.random.key(0)))
     assert panels(fig)[0].get_yscale() == "symlog"
     assert_saves(fig, tmp_path / "comparison.png")
-
-
 def test_figures_draw_a_row_per_condition_labelled_with_its_perturbation(states):
     conditions = {"unperturbed": [], "curl_cw": [mf.CurlField(direction="cw").to_dict()]}
     two = xr.concat(

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
+import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 import warnings
+from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import numpy as np
 import pandas as pd
 import pytest
+import report_browser
 import xarray as xr
 import zarr
 from workflow_helpers import (
@@ -43,8 +50,13 @@ PROTOCOL = ("protocol_figure", "protocol=noise")
 
 def experiment_jobs(experiment: str) -> set[tuple[str, str]]:
     return {
-        (rule, f"experiment={experiment}") for rule in ("train", "evaluate", "experiment_figures")
+        (rule, f"experiment={experiment}")
+        for rule in ("train", "evaluate", "experiment_figures", "analysis", "analysis_figures")
     }
+
+
+# Drawn from every experiment's replicates: rerun whenever any of them reruns.
+ACROSS = {("comparison_figure", ""), ("summary", ""), PROTOCOL, ("all", "")}
 
 
 def test_every_store_opens_as_the_readme_shows_without_a_warning(finished):
@@ -130,6 +142,45 @@ def test_full_run_writes_every_output_with_documented_dims(finished):
     assert noise == 0.1
 
 
+def test_the_analyses_and_the_summary_are_written_with_documented_dims(finished):
+    results = finished / "results"
+    for experiment in ("quiet", "noisy"):
+        analysis = xr.open_zarr(results / experiment / "analysis.zarr")
+        assert analysis.projection.dims == ("replicate", "condition", "trial", "time", "pc")
+        assert analysis.loading.dims == ("replicate", "condition", "pc", "unit")
+        ratio = analysis.explained_variance_ratio.values
+        assert ((ratio > 0) & (ratio <= 1)).all() and (np.diff(ratio, axis=-1) <= 0).all()
+        assert analysis.fixed_point.dims == ("replicate", "trial", "start", "unit")
+        assert analysis.sizes["start"] == 16 and analysis.sizes["mode"] == 8
+        # A stable point is a converged one whose update's eigenvalues lie inside the circle.
+        stable = analysis.stable.values
+        assert (analysis.max_eigenvalue_magnitude.values[stable] < 1).all()
+        assert analysis.preferred_direction.dims == ("replicate", "condition", "unit")
+        direction = analysis.preferred_direction.values
+        assert ((direction >= 0) & (direction < 2 * np.pi)).all()
+        log = (results / "logs" / "analysis" / f"{experiment}.log").read_text()
+        assert "Fixed points:" in log and f"Wrote results/{experiment}/analysis.zarr" in log
+        for figure in ("pca", "fixed_points", "tuning"):
+            assert (results / "figures" / experiment / f"{figure}.png").stat().st_size > 0
+    table = pd.read_csv(results / "summary.csv")
+    table[["reference", "condition"]] = table[["reference", "condition"]].fillna("")
+    means = table[table.statistic == "mean"]
+    # The summary's means are the per-replicate means of metrics.csv, averaged.
+    for experiment in ("quiet", "noisy"):
+        per_replicate = pd.read_csv(results / experiment / "metrics.csv")
+        expected = per_replicate.groupby("condition").endpoint_error.mean()
+        rows = means[(means.experiment == experiment) & (means.metric == "endpoint_error")]
+        got = rows.set_index("condition").estimate
+        np.testing.assert_allclose(got[expected.index], expected, rtol=1e-5)
+        assert (rows.ci_low <= rows.estimate).all() and (rows.estimate <= rows.ci_high).all()
+    # quiet and noisy share their seed and replicate count: paired, noisy minus quiet.
+    contrasts = table[table.statistic != "mean"]
+    assert set(contrasts.statistic) == {"paired difference"}
+    assert set(zip(contrasts.experiment, contrasts.reference)) == {("noisy", "quiet")}
+    summary = xr.open_zarr(results / "summary.zarr")
+    assert bool(summary.paired.sel(experiment="noisy", reference="quiet"))
+
+
 def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipeline(tmp_path):
     config = tiny_config()
     config["trainings"]["quick"]["on_divergence"] = "isolate"
@@ -166,6 +217,9 @@ def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipelin
     assert {rule for rule, _ in planned_jobs(workdir)} == {
         "evaluate",
         "experiment_figures",
+        "analysis",
+        "analysis_figures",
+        "summary",
         "comparison_figure",
         "all",
     }
@@ -185,7 +239,7 @@ def test_editing_one_learning_rate_reruns_exactly_that_experiment(finished):
     config["experiments"]["noisy"]["override"]["training"] = {"optimizer": {"learning_rate": 0.02}}
     write_config(finished, config, "edited.yaml")
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
-    assert jobs == experiment_jobs("noisy") | {("comparison_figure", ""), PROTOCOL, ("all", "")}
+    assert jobs == experiment_jobs("noisy") | ACROSS
 
 
 def test_editing_a_figure_option_reruns_only_figures(finished):
@@ -196,6 +250,8 @@ def test_editing_a_figure_option_reruns_only_figures(finished):
     assert jobs == {
         ("experiment_figures", "experiment=quiet"),
         ("experiment_figures", "experiment=noisy"),
+        ("analysis_figures", "experiment=quiet"),
+        ("analysis_figures", "experiment=noisy"),
         ("comparison_figure", ""),
         PROTOCOL,
         ("all", ""),
@@ -210,9 +266,7 @@ def test_editing_a_task_setting_reruns_its_trials_and_everything_downstream(fini
     rules = sorted(rule for rule, _ in jobs)
     assert rules.count("trials") == 1
     assert jobs - {job for job in jobs if job[0] == "trials"} == (
-        experiment_jobs("quiet")
-        | experiment_jobs("noisy")
-        | {("comparison_figure", ""), PROTOCOL, ("all", "")}
+        experiment_jobs("quiet") | experiment_jobs("noisy") | ACROSS
     )
 
 
@@ -222,7 +276,7 @@ def test_editing_one_experiments_task_override_leaves_the_other_alone(finished):
     write_config(finished, config, "edited.yaml")
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
     assert {job for job in jobs if job[0] != "trials"} == (
-        experiment_jobs("noisy") | {("comparison_figure", ""), PROTOCOL, ("all", "")}
+        experiment_jobs("noisy") | ACROSS
     )
     assert sum(rule == "trials" for rule, _ in jobs) == 1
 
@@ -245,6 +299,7 @@ def test_a_sweep_expands_into_named_experiments(finished):
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
     trained = {wildcards for rule, wildcards in jobs if rule == "train"}
     assert trained == {"experiment=size-hidden_size4", "experiment=size-hidden_size8"}
+    assert ("sweep_figure", "sweep=size") in jobs and ("summary", "") in jobs
 
 
 def snapshot(directory):
@@ -330,15 +385,144 @@ def test_job_sizes_come_from_the_config_and_editing_them_reruns_nothing(finished
     assert "mem_mb=321" in figures and "gpu=0" in figures and "gpu_model" not in figures
 
 
-def test_the_report_renders_with_what_the_first_readme_command_installs(finished):
-    # `pip install -e .` (no extras) must bring what `snakemake --report` imports.
-    required = [r.split(";")[0] for r in importlib.metadata.requires("motorflow")]
-    base = [r for r in importlib.metadata.requires("motorflow") if "extra ==" not in r]
-    assert any(r.startswith("pygments") for r in base), required
+@pytest.fixture(scope="module")
+def report(finished):
+    """The finished run's HTML report, made as the README says."""
     snakemake(finished, "--report", "report.html")
-    report = (finished / "report.html").read_text()
-    for figure in ("comparison.png", "loss.png", "trajectories.png", "speed.png"):
-        assert figure in report, figure
+    return finished / "report.html"
+
+
+def figure_files(workdir) -> list[str]:
+    """Every figure the run wrote under results/figures/, named as the report names them."""
+    return sorted(
+        path.relative_to(workdir).as_posix()
+        for path in (workdir / "results" / "figures").rglob("*")
+        if path.suffix in report_browser.FIGURE_SUFFIXES
+    )
+
+
+def test_the_report_renders_with_what_the_first_readme_command_installs(finished, report):
+    # `pip install -e .` (no extras) must bring what `snakemake --report` imports.
+    base = [r for r in importlib.metadata.requires("motorflow") if "extra ==" not in r]
+    assert any(r.startswith("pygments") for r in base), base
+    html = report.read_text()
+    figures = figure_files(finished)
+    assert "results/figures/comparison.png" in figures, figures
+    for figure in figures:
+        assert f'"{figure}"' in html, figure
+
+
+def _report_config(loaded: dict) -> dict:
+    """The config the report renders with, made as workflow/rules/common.smk makes it."""
+    config = copy.deepcopy(loaded)
+    config.update(mf.parse_config(loaded).filled_sections())
+    return config
+
+
+def _config_with_sweeps_and_chains() -> dict:
+    config = tiny_config()
+    config["sweeps"] = {
+        "size": {
+            "experiment": "quiet",
+            "grid": {"model.network.hidden_size": [4, 8], "seed": [0, 1]},
+        }
+    }
+    config["experiments"]["longer_"] = {
+        "task": "reach",
+        "model": "small",
+        "training": "quick",
+        "seed": 3,
+        "init_from": "quiet",
+        "override": {"training": {"n_batches": 30}},
+    }
+    return config
+
+
+@pytest.mark.parametrize(
+    "loaded",
+    [
+        pytest.param(lambda: mf.load_config_file(REPO / "config/config.yaml"), id="default"),
+        pytest.param(tiny_config, id="tiny"),
+        pytest.param(_config_with_sweeps_and_chains, id="sweeps"),
+    ],
+)
+def test_the_report_pages_render_without_a_markup_error_for_each_config(loaded):
+    # Snakemake renders the front page and each caption with Jinja (as here), then as
+    # reStructuredText; a markup error would show as a red box in the report. The
+    # experiment's description holds characters that are markup.
+    from docutils.core import publish_parts
+    from docutils.utils import SystemMessage
+    from jinja2 import Environment
+
+    config = _report_config(loaded())
+    environment = Environment(trim_blocks=True, lstrip_blocks=True)  # as Snakemake's
+    description = "Experiment longer_: seed 3; *gru* with `32` |units| [1]_ and a \\."
+    wildcards = SimpleNamespace(experiment="quiet", protocol="noise", sweep="size")
+    for page in sorted((REPO / "workflow/report").glob("*.rst")):
+        template = environment.from_string(page.read_text())
+        if page.name == "workflow.rst":
+            contexts = [SimpleNamespace(config=config)]
+        else:  # a caption, before and after its rule has the `description` param
+            contexts = [
+                SimpleNamespace(config=config, params=params, wildcards=wildcards)
+                for params in (SimpleNamespace(), SimpleNamespace(description=description))
+            ]
+        for context in contexts:
+            text = template.render(snakemake=context, categories={}, files=[])
+            try:  # a warning or error in the markup raises
+                html = publish_parts(text, writer="html", settings_overrides={"halt_level": 2})
+            except SystemMessage as error:
+                raise AssertionError(f"{page.name}: {error}\n{text}") from None
+            if hasattr(getattr(context, "params", None), "description"):
+                assert description in html["body"], html["body"]
+    # The front page lists every experiment of the config and each sweep.
+    front = environment.from_string((REPO / "workflow/report/workflow.rst").read_text())
+    text = front.render(snakemake=SimpleNamespace(config=config), categories={}, files=[])
+    for name in [*config["experiments"], *config["sweeps"]]:
+        assert f"``{name}``" in text, name
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A Chromium to drive, else a skip (under CI a failure): plain `pytest` installs nothing."""
+    path = report_browser.find_chromium()
+    missing = [
+        *(["a Chromium (chromium, chromium-browser or google-chrome on PATH)"] * (path is None)),
+        *(["Playwright (pip install -e '.[test]')"] * (not importlib.util.find_spec("playwright"))),
+    ]
+    if missing:
+        reason = f"{' and '.join(missing)} not found"
+        if report_browser.ci():
+            pytest.fail(f"{reason}, and CI is set (.ci/run installs Chromium)")
+        pytest.skip(f"{reason}: apt-get install chromium, or run .ci/run")
+    return path
+
+
+def test_a_browser_shows_every_figure_of_the_report(chromium, finished, report, tmp_path):
+    # A real headless Chromium clicks through the report's menus as a reader would.
+    screenshots = tmp_path / "screenshots"
+    try:
+        seen = report_browser.show_every_result(report, chromium, screenshots)
+    finally:  # the screenshots are the test's artefacts, kept whatever happens
+        artifacts = os.environ.get("MOTORFLOW_TEST_ARTIFACTS")
+        if artifacts and screenshots.exists():
+            shutil.copytree(screenshots, Path(artifacts) / "report", dirs_exist_ok=True)
+    # The front page, from its title on (Snakemake would cut off the top of a long one).
+    assert seen.title.startswith("motorflow"), seen.title
+    assert seen.title_in_reach
+    shown = {result.path: result for result in seen.shown}
+    figures = figure_files(finished)
+    assert figures and set(figures) <= set(shown), sorted(set(figures) - set(shown))
+    for figure in figures:
+        result = shown[figure]
+        assert result.loaded and min(result.natural_size) > 0, result  # decoded, not broken
+        assert result.visible and min(result.box) > 0, result  # displayed
+        assert result.in_reach, result  # its top can be scrolled to
+        # Its caption states the settings of the experiments it draws (all of them for
+        # the comparison and the tiny config's protocol).
+        experiments = [name for name in tiny_config()["experiments"] if f"/{name}/" in figure]
+        for name in experiments or tiny_config()["experiments"]:
+            assert f"Experiment {name}: seed" in result.caption, (figure, result.caption)
 
 
 def test_a_target_of_an_undefined_experiment_or_protocol_names_the_defined_ones(tmp_path):

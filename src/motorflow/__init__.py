@@ -1,5 +1,25 @@
 """motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox."""
 
+from ._analysis._config import (
+    AnalysisConfig,
+    FixedPointsConfig,
+    PCAConfig,
+    StatisticsConfig,
+    TuningConfig,
+)
+from ._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
+from ._analysis._hidden_figures import plot_fixed_points, plot_pca_trajectories, plot_tuning
+from ._analysis._pca import hidden_pca
+from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
+from ._analysis._sweep_figures import plot_sweep
+from ._analysis._tuning import directional_tuning
+from ._analysis_stages import (
+    analyse_experiment,
+    analysis_figures,
+    comparison_figure,
+    summary_stage,
+    sweep_figure,
+)
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
 from ._config import (
@@ -22,15 +42,16 @@ from ._divergence import NonFiniteLossError
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._episode import Targets, run_trial, run_trials
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
+from ._describe import describe_experiment
 from ._experiments import (
     Experiment,
     experiment_keys,
+    grid_points,
     resolve_experiment,
     resolve_experiments,
 )
 from ._feedback import FeedbackChannel
 from ._figures import (
-    comparison_summary,
     diverged_replicates,
     plot_arm_postures,
     plot_comparison,
@@ -50,6 +71,7 @@ from ._io import (
     save_ensemble,
 )
 from ._job_settings import (
+    SETTING_PARAM_PREFIX,
     flatten_settings,
     is_arm,
     job_settings,
@@ -93,7 +115,6 @@ from ._runtime import enable_compilation_cache, stage_logging
 from ._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
 from ._stages import (
     arm_figure,
-    comparison_figure,
     evaluate_experiment,
     experiment_figures,
     make_trials,
@@ -137,6 +158,7 @@ from ._trainable import trainable_filter
 from ._update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
 from ._workflow_config import (
     EvaluationConfig,
+    SweepSpec,
     WorkflowConfig,
     check_name,
     config_json_schema,
@@ -147,6 +169,7 @@ __all__ = [
     "CONSTRAINTS",
     "PERTURBATIONS",
     "PLANTS",
+    "SETTING_PARAM_PREFIX",
     "TASKS",
     "UPDATE_RULES",
     "AbstractCell",
@@ -154,6 +177,7 @@ __all__ = [
     "AbstractPerturbation",
     "AbstractPlant",
     "AbstractUpdateRule",
+    "AnalysisConfig",
     "ArmConfig",
     "BatchRecords",
     "BatchSchedule",
@@ -175,6 +199,7 @@ __all__ = [
     "FeedbackChannel",
     "FeedbackConfig",
     "FeedbackOffset",
+    "FixedPointsConfig",
     "ForcePulse",
     "ForeignFilesError",
     "GRUCell",
@@ -188,6 +213,7 @@ __all__ = [
     "NetworkConfig",
     "NonFiniteLossError",
     "OptimizerConfig",
+    "PCAConfig",
     "PlantConfig",
     "PointMass",
     "PointMassConfig",
@@ -196,7 +222,9 @@ __all__ = [
     "ReachConfig",
     "Rollout",
     "ScheduleConfig",
+    "StatisticsConfig",
     "StoreError",
+    "SweepSpec",
     "TargetJump",
     "Targets",
     "Task",
@@ -210,13 +238,17 @@ __all__ = [
     "TrainingPreempted",
     "TrialGeometry",
     "Trials",
+    "TuningConfig",
     "TwoLinkArm",
     "UpdateRules",
     "VanillaCell",
     "WorkflowConfig",
     "WorkspaceTask",
     "adopt_weights",
+    "analyse_experiment",
+    "analysis_figures",
     "arm_figure",
+    "bootstrap_interval",
     "build_model",
     "canonical_json",
     "center_out_dataset",
@@ -225,9 +257,10 @@ __all__ = [
     "claim_gpus",
     "code_version",
     "comparison_figure",
-    "comparison_summary",
     "condition_trials",
     "config_json_schema",
+    "describe_experiment",
+    "directional_tuning",
     "diverged_replicates",
     "draw_conditions",
     "draw_params",
@@ -237,7 +270,10 @@ __all__ = [
     "evaluate_experiment",
     "experiment_figures",
     "experiment_keys",
+    "find_fixed_points",
     "flatten_settings",
+    "grid_points",
+    "hidden_pca",
     "history_dataset",
     "is_arm",
     "job_settings",
@@ -257,10 +293,14 @@ __all__ = [
     "parse_setting_params",
     "plot_arm_postures",
     "plot_comparison",
+    "plot_fixed_points",
     "plot_loss_history",
+    "plot_pca_trajectories",
     "plot_protocol",
     "plot_speed_profiles",
+    "plot_sweep",
     "plot_trajectories",
+    "plot_tuning",
     "protocol_figure",
     "protocol_summary",
     "reach_metrics",
@@ -268,6 +308,7 @@ __all__ = [
     "read_states",
     "read_trials",
     "replicate_keys",
+    "replicate_values",
     "resolve_experiment",
     "resolve_experiments",
     "rollout_ensemble",
@@ -276,9 +317,15 @@ __all__ = [
     "run_id",
     "run_trial",
     "run_trials",
+    "sample_starts",
     "save_ensemble",
     "setting_param",
     "stage_logging",
+    "steady_inputs",
+    "summarise",
+    "summary_stage",
+    "summary_table",
+    "sweep_figure",
     "take_replicate",
     "total_effects",
     "total_loss",

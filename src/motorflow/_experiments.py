@@ -142,9 +142,11 @@ class Experiment:
 def experiment_keys(seed: int) -> dict[str, jax.Array]:
     """The experiment's independent random streams, each ``fold_in(key(seed), i)``:
     weights, training trials, training noise, evaluation noise, the validation set's
-    perturbations, and the evaluation conditions' drawn settings."""
+    perturbations, the evaluation conditions' drawn settings, and the analyses' (the
+    fixed-point search's starting states). A new stream goes at the end, so the
+    others keep their keys."""
     root = jax.random.key(seed)
-    names = ("init", "trials", "train", "evaluate", "validation", "conditions")
+    names = ("init", "trials", "train", "evaluate", "validation", "conditions", "analysis")
     return {name: jax.random.fold_in(root, index) for index, name in enumerate(names)}
 
 
@@ -354,6 +356,27 @@ def _nested(setting: str, value: Any) -> dict[str, Any]:
     return nested
 
 
+def grid_points(name: str, sweep: SweepSpec, path: str = "") -> dict[str, dict[str, Any]]:
+    """Each experiment a sweep expands to, by name, with its grid values ``{setting: value}``.
+
+    The name is the sweep's and each setting's last key with its value
+    (``noise-noise_std0p05-hidden_size16``).
+    """
+    settings = list(sweep.grid)
+    points: dict[str, dict[str, Any]] = {}
+    for combination in itertools.product(*(sweep.grid[s] for s in settings)):
+        labels = [f"{s.split('.')[-1]}{_value_label(v)}" for s, v in zip(settings, combination)]
+        point_name = "-".join([name, *labels])
+        if point_name in points:
+            raise ConfigError(
+                f"{path}.grid",
+                f"two grid points both expand to the experiment name {point_name!r}; "
+                "make the values distinct",
+            )
+        points[point_name] = dict(zip(settings, combination))
+    return points
+
+
 def _expand_sweep(
     name: str, sweep: SweepSpec, experiments: Mapping[str, ExperimentSpec], path: str
 ) -> dict[str, ExperimentSpec]:
@@ -372,24 +395,14 @@ def _expand_sweep(
         )
     expanded: dict[str, ExperimentSpec] = {}
     base = experiments[sweep.experiment].model_dump()
-    settings = list(sweep.grid)
-    for combination in itertools.product(*(sweep.grid[s] for s in settings)):
+    for expanded_name, point in grid_points(name, sweep, path).items():
         spec = copy.deepcopy(base)
-        labels = []
-        for setting, value in zip(settings, combination):
-            labels.append(f"{setting.split('.')[-1]}{_value_label(value)}")
+        for setting, value in point.items():
             if setting == "seed":
                 spec["seed"] = value
             else:
                 overrides = {k: v for k, v in spec["override"].items() if v is not None}
                 spec["override"] = merge_settings(overrides, _nested(setting, value))
-        expanded_name = "-".join([name, *labels])
-        if expanded_name in expanded:
-            raise ConfigError(
-                f"{path}.grid",
-                f"two grid points both expand to the experiment name {expanded_name!r}; "
-                "make the values distinct",
-            )
         try:
             expanded[expanded_name] = ExperimentSpec.model_validate(spec)
         except pydantic.ValidationError as error:
@@ -436,7 +449,21 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     }
     _check_chains(experiments, specs)
     _check_protocols(settings, experiments)
+    _check_drawn_replicate(settings, experiments)
     return experiments
+
+
+def _check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    """The replicate the analysis figures draw exists in every experiment."""
+    replicate = settings.analysis.replicate
+    for name, experiment in experiments.items():
+        if replicate >= experiment.train.n_replicates:
+            raise ConfigError(
+                "analysis.replicate",
+                f"is {replicate}, but experiment {name!r} has "
+                f"{experiment.train.n_replicates} replicates (0 to "
+                f"{experiment.train.n_replicates - 1}); choose one every experiment has",
+            )
 
 
 def resolve_experiment(config: Mapping[str, Any] | WorkflowConfig, name: str) -> Experiment:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 
 import matplotlib as mpl
 import numpy as np
@@ -80,14 +81,76 @@ def _diverged_note(diverged: dict[int, int]) -> str:
     return f"diverged and frozen: replicate {which}"
 
 
+# Thin lines for each term's weighted part of the total; none of the panels' own colours.
+CONTRIBUTION_COLORS = ("tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+
+
+def _loss_weights(history: xr.Dataset) -> dict[str, float]:
+    """Each loss term's weight in the total, from the history's ``experiment`` settings
+    (empty when the history does not carry them)."""
+    try:
+        loss = json.loads(history.attrs["experiment"])["training"]["loss"]
+        return {term: float(settings["weight"]) for term, settings in loss.items()}
+    except (KeyError, TypeError, ValueError):
+        return {}
+
+
+def _loss_panel_title(term: str, weights: dict[str, float]) -> str:
+    if term == "total":
+        return "total (weighted sum of the terms)"
+    if term in weights:
+        return f"{term}, unweighted (weight {weights[term]:g})"
+    return f"{term}, unweighted"
+
+
+def _plot_contributions(
+    ax: Axes, loss: xr.DataArray, batches: np.ndarray, weights: dict[str, float]
+) -> list[np.ndarray]:
+    """On the total's panel, each term's weighted part of it (weight × mean across
+    replicates) as a thin line; terms that add nothing (all zero, or unrecorded) are
+    left out. Returns the values drawn."""
+    drawn = []
+    terms = [t for t in loss.term.values if t != "total" and t in weights]
+    for index, term in enumerate(terms):
+        part = weights[term] * loss.sel(term=term, batch=batches).mean("replicate").values
+        finite = part[np.isfinite(part)]
+        if not finite.size or not np.any(finite != 0):
+            continue
+        color = CONTRIBUTION_COLORS[index % len(CONTRIBUTION_COLORS)]
+        label = f"part of total: {term} × {weights[term]:g}"
+        ax.plot(batches, part, color=color, lw=0.8, label=label)
+        drawn.append(part)
+    return drawn
+
+
+def _figure_legend(fig: Figure, axes: list[Axes]) -> None:
+    """One legend below the panels (never over data), each label once."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside lower center",
+            ncols=min(len(entries), 4),
+            fontsize="small",
+        )
+
+
 def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     """Training and validation loss against batch, one panel per loss term.
 
     Each panel shows the training loss as its mean across replicates with the
     min–max range across replicates shaded, and the validation loss (mean across
     replicates) at its validation steps. Batches that have not run (NaN) are left
-    out. The ``total`` term comes first. A replicate that diverged (``diverged_at``)
-    is marked by a dotted red line at its batch and named in the title.
+    out. The ``total`` term (the weighted sum) comes first, with each term's weighted
+    part of it (weight × the term's mean across replicates) as thin lines, so that
+    the term that dominates shows; the other panels hold a term's unweighted values,
+    their titles its weight (read from the history's ``experiment`` attribute). A
+    replicate that diverged (``diverged_at``) is marked by a dotted red line at its
+    batch and named in the title. One legend sits below the panels.
 
     **Arguments:**
 
@@ -96,11 +159,12 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     - `title`: figure title.
     """
     diverged = diverged_replicates(history)
+    weights = _loss_weights(history)
     terms = list(history.term.values)
     terms = ["total", *(t for t in terms if t != "total")] if "total" in terms else terms
     n_cols = min(len(terms), 3)
     n_rows = math.ceil(len(terms) / n_cols)
-    fig = Figure(figsize=(4.2 * n_cols, 3.2 * n_rows), layout="constrained")
+    fig = Figure(figsize=(4.2 * n_cols, 3.2 * n_rows + 0.6), layout="constrained")
     grid = fig.subplots(n_rows, n_cols, squeeze=False)
     for ax in grid.flat[len(terms) :]:
         fig.delaxes(ax)
@@ -110,7 +174,7 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
         loss = loss.isel(batch=loss.notnull().any("replicate").values)
         validation = history.validation_loss.sel(term=term)
         validation = validation.isel(validation_step=validation.notnull().any("replicate").values)
-        ax.set_title(term)
+        ax.set_title(_loss_panel_title(term, weights))
         ax.set_xlabel("batch")
         ax.set_ylabel("loss")
         if loss.sizes["batch"] == 0 and validation.sizes["validation_step"] == 0:
@@ -135,14 +199,16 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
             lw=1.5,
             label="validation, mean",
         )
+        parts = []
+        if term == "total":
+            parts = _plot_contributions(ax, history.loss, loss.batch.values, weights)
         for index, batch in enumerate(sorted(set(diverged.values()))):
             ax.axvline(
                 batch, color="tab:red", ls=":", lw=1.2, label="a replicate diverged" * (index == 0)
             )
-        _log_scale_if_possible(ax, np.concatenate([loss.values.ravel(), validation.values.ravel()]))
-    drawn = [ax for ax in grid.flat[: len(terms)] if ax.lines]
-    if drawn:
-        drawn[0].legend(fontsize="small")
+        values = [loss.values.ravel(), validation.values.ravel(), *parts]
+        _log_scale_if_possible(ax, np.concatenate(values))
+    _figure_legend(fig, list(grid.flat[: len(terms)]))
     _suptitle(fig, "\n".join(filter(None, [title, _diverged_note(diverged)])))
     return fig
 
@@ -341,86 +407,208 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
     return fig
 
 
-def comparison_summary(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
-    """One experiment's per-replicate numbers for `plot_comparison`.
+REPLICATE_COLOR = "tab:blue"
+PAIRING_COLOR = "0.6"
+_REPLICATE_SPREAD = 0.12  # half the width of a column's dots, in experiments
+_INTERVAL_OFFSET = 0.22  # the interval stands right of the dots, never over them
+
+
+def _replicate_offsets(n: int) -> np.ndarray:
+    # Evenly spread, not random, so that a figure redraws identically and replicate r sits
+    # at the same offset in every column, which the lines joining paired replicates need.
+    return np.linspace(-_REPLICATE_SPREAD, _REPLICATE_SPREAD, n) if n > 1 else np.zeros(n)
+
+
+def _replicate_column(values: xr.Dataset, metric: str, condition: str) -> np.ndarray:
+    """One experiment's values of `metric` over its replicates (empty if it has none)."""
+    if metric not in values:
+        return np.empty(0)
+    variable = values[metric]
+    if "condition" in variable.dims:
+        if condition not in variable.condition.values:
+            return np.empty(0)
+        variable = variable.sel(condition=condition)
+    return np.asarray(variable.values, dtype=float).ravel()
+
+
+def _shown_condition(summary: xr.Dataset, metric: str, condition: str | None) -> str:
+    """`condition` if some experiment has `metric` there, else the first condition that
+    has it (``""`` for a metric without conditions)."""
+    defined = summary.defined.sel(metric=metric).any("experiment")
+    candidates = [str(c) for c, has in zip(summary.condition.values, defined.values) if has]
+    return condition if condition in candidates else candidates[0]
+
+
+def _metric_label(summary: xr.Dataset, metric: str) -> str:
+    if metric == "final_validation_loss":
+        return "final validation loss (total)"
+    units = str(summary.units.sel(metric=metric).item()) if "units" in summary.coords else ""
+    return metric.replace("_", " ") + (f" ({units})" if units else "")
+
+
+def _draw_estimate(
+    ax: Axes, x: float, replicates: np.ndarray, estimate: float, low: float, high: float
+) -> None:
+    """Dots for the replicates, a bar at the mean and the interval beside them."""
+    if replicates.size:
+        ax.scatter(
+            x + _replicate_offsets(replicates.size),
+            replicates,
+            s=18,
+            color=REPLICATE_COLOR,
+            alpha=0.8,
+            zorder=2,
+            gid="replicates",
+        )
+    if np.isfinite(estimate):
+        ax.hlines(estimate, x - 0.28, x + 0.28, color="k", lw=2, zorder=3, gid="mean")
+    if np.isfinite(low) and np.isfinite(high):
+        at, cap = x + _INTERVAL_OFFSET, 0.04
+        segments = [[(at, low), (at, high)], [(at - cap, low), (at + cap, low)]]
+        segments.append([(at - cap, high), (at + cap, high)])
+        ax.add_collection(
+            mpl.collections.LineCollection(segments, colors="k", lw=1.2, zorder=3, gid="interval")
+        )
+
+
+def _join_pairs(ax: Axes, x: float, left: np.ndarray, right: np.ndarray) -> None:
+    """Thin lines from each replicate at `x` to the same replicate at `x + 1`."""
+    offsets = _replicate_offsets(left.size)
+    segments = [
+        [(x + offset, a), (x + 1 + offset, b)]
+        for offset, a, b in zip(offsets, left, right)
+        if np.isfinite(a) and np.isfinite(b)
+    ]
+    ax.add_collection(
+        mpl.collections.LineCollection(
+            segments, colors=PAIRING_COLOR, lw=0.7, zorder=1, gid="pairing"
+        )
+    )
+
+
+def _experiment_ticks(ax: Axes, labels: list[str]) -> None:
+    tilt = len(labels) > 3 or any(len(line) > 12 for label in labels for line in label.split("\n"))
+    ax.set_xticks(
+        range(len(labels)),
+        labels,
+        rotation=30 if tilt else 0,
+        ha="right" if tilt else "center",
+        rotation_mode="anchor",
+    )
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+
+
+def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrasts: bool) -> None:
+    line = mpl.lines.Line2D
+    handles = [
+        line([], [], marker="o", ls="none", color=REPLICATE_COLOR, alpha=0.8, label="a replicate"),
+        line([], [], color="k", lw=2, label="mean of the replicates"),
+        line(
+            [],
+            [],
+            marker="|",
+            ms=10,
+            mew=1.2,
+            ls="none",
+            color="k",
+            label=f"{confidence:.0%} bootstrap interval",
+        ),
+    ]
+    if paired:
+        handles.append(line([], [], color=PAIRING_COLOR, lw=0.7, label="same replicate (paired)"))
+    if contrasts:
+        handles.append(line([], [], color="0.3", lw=0.8, ls="--", label="no difference"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
+
+
+def plot_comparison(
+    values: dict[str, xr.Dataset],
+    summary: xr.Dataset,
+    *,
+    metrics: Sequence[str] = ("final_validation_loss", "endpoint_error"),
+    condition: str | None = None,
+    title: str = "",
+) -> Figure:
+    """Experiments side by side: a column per metric; on top each experiment's
+    replicates, mean and interval, below each experiment's difference to the first.
+
+    Each replicate is a dot (spread sideways so that none hide each other), the mean
+    across replicates a horizontal bar and its bootstrap interval a capped vertical
+    line beside it. Where two adjacent experiments are paired (same seed and replicate
+    count), lines join each replicate to itself. The second row (with two or more
+    experiments) shows each experiment minus the first: the per-replicate differences
+    as dots and their mean when paired, else the difference of the means; the tick
+    says which, and a dashed line marks zero. Every mean, interval and pairing is
+    read from `summary`, so the figure and the summary table agree.
 
     **Arguments:**
 
-    - `history`: the Dataset from `history_dataset`.
-    - `metrics`: the Dataset from `reach_metrics`, for the same replicates.
-
-    **Returns:**
-
-    A Dataset with dim `replicate` and variables ``final_validation_loss`` (the
-    ``total`` validation loss at the last validation step) and ``endpoint_error``
-    (the mean over trials of the first evaluation condition, whose name is the
-    attribute ``condition``).
-    """
-    final = history.validation_loss.sel(term="total").isel(validation_step=-1)
-    final_validation_loss = final.reset_coords(drop=True)
-    endpoint_error = metrics.endpoint_error.mean("trial")
-    condition = ""
-    if "condition" in endpoint_error.dims:
-        condition = str(endpoint_error.condition.values[0])
-        endpoint_error = endpoint_error.isel(condition=0)
-    endpoint_error = endpoint_error.reset_coords(drop=True)
-    # Replicates must match one to one; an outer join would silently pad with NaN.
-    final_validation_loss, endpoint_error = xr.align(
-        final_validation_loss, endpoint_error, join="exact"
-    )
-    return xr.Dataset(
-        {"final_validation_loss": final_validation_loss, "endpoint_error": endpoint_error},
-        attrs={"validation_step": int(final.validation_step), "condition": condition},
-    )
-
-
-def plot_comparison(summaries: dict[str, xr.Dataset], *, title: str = "") -> Figure:
-    """Final validation loss and endpoint error of several experiments side by side.
-
-    Each replicate is a dot (spread sideways so that none hide each other) and
-    each experiment's mean across replicates is a horizontal bar.
-
-    **Arguments:**
-
-    - `summaries`: experiment name to its `comparison_summary` Dataset, with dim
-      `replicate`; drawn left to right in the dict's order.
+    - `values`: experiment name to its `replicate_values` (variables with dim
+      `replicate` and optionally `condition`); drawn left to right in the dict's order.
+    - `summary`: the Dataset from `summarise` over the same `values`, in the same order.
+    - `metrics`: the metrics drawn, a column each; those not in `summary` are skipped.
+    - `condition`: the evaluation condition of metrics that have one; None (or one
+      that a metric lacks): the first condition that has the metric.
     - `title`: figure title.
     """
-    names = list(summaries)
-    conditions = {summary.attrs.get("condition", "") for summary in summaries.values()}
-    condition = conditions.pop() if len(conditions) == 1 else ""
-    labels = {
-        "final_validation_loss": "final validation loss (total)",
-        "endpoint_error": f"endpoint error (m){', ' + condition if condition else ''}",
-    }
-    tilt = len(names) > 3 or any(len(name) > 12 for name in names)
-    fig = Figure(figsize=(2 * max(3.5, 0.9 * len(names) + 1.5), 3.8), layout="constrained")
-    axes = fig.subplots(1, len(labels), squeeze=False).flat
-    for ax, (variable, label) in zip(axes, labels.items()):
-        shown = []
+    names = list(values)
+    reference = names[0]
+    metrics = [metric for metric in metrics if metric in summary.metric.values]
+    if not metrics:
+        raise ValueError(f"none of the metrics is in the summary ({list(summary.metric.values)})")
+    contrasts = len(names) > 1
+    paired = summary.paired.sel(experiment=names, reference=names).values
+    adjacent_paired = [bool(paired[index + 1, index]) for index in range(len(names) - 1)]
+    n_rows = 2 if contrasts else 1
+    fig = Figure(
+        figsize=(len(metrics) * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
+        layout="constrained",
+    )
+    grid = fig.subplots(n_rows, len(metrics), squeeze=False)
+    for column, metric in enumerate(metrics):
+        shown = _shown_condition(summary, metric, condition)
+        cell = summary.sel(metric=metric, condition=shown)
+        columns = [_replicate_column(values[name], metric, shown) for name in names]
+        ax = grid[0, column]
         for x, name in enumerate(names):
-            values = np.asarray(summaries[name][variable].values, dtype=float).ravel()
-            shown.append(values)
-            # Evenly spread, not random, so a figure redraws identically.
-            offsets = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else 0.0
-            ax.scatter(x + offsets, values, s=18, color="tab:blue", alpha=0.8, zorder=2)
-            finite = values[np.isfinite(values)]
-            if finite.size:
-                ax.hlines(finite.mean(), x - 0.28, x + 0.28, color="k", lw=2, zorder=3)
-        ax.set_xticks(
-            range(len(names)),
-            names,
-            rotation=30 if tilt else 0,
-            ha="right" if tilt else "center",
-            rotation_mode="anchor",
-        )
-        ax.set_xlim(-0.6, len(names) - 0.4)
+            at = cell.sel(experiment=name)
+            _draw_estimate(
+                ax, x, columns[x], float(at["mean"]), float(at.ci_low), float(at.ci_high)
+            )
+        for x, joined in enumerate(adjacent_paired):
+            if joined:
+                _join_pairs(ax, x, columns[x], columns[x + 1])
+        _experiment_ticks(ax, names)
+        label = _metric_label(summary, metric)
         ax.set_ylabel(label)
-        values = np.concatenate(shown) if shown else np.empty(0)
-        if variable == "final_validation_loss":
-            _log_scale_if_possible(ax, values)
-        elif np.isfinite(values).any() and np.nanmin(values) >= 0:
+        ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
+        drawn = np.concatenate(columns)
+        if metric == "final_validation_loss":
+            _log_scale_if_possible(ax, drawn)
+        elif np.isfinite(drawn).any() and np.nanmin(drawn) >= 0:
             ax.set_ylim(bottom=0)
+        if not contrasts:
+            continue
+        ax = grid[1, column]
+        ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=1, gid="zero")
+        ticks = [f"{reference}\n(reference)"]
+        for x, name in enumerate(names[1:], start=1):
+            at = cell.sel(experiment=name, reference=reference)
+            differences = columns[x] - columns[0] if paired[x, 0] else np.empty(0)
+            _draw_estimate(
+                ax,
+                x,
+                differences,
+                float(at.difference),
+                float(at.difference_ci_low),
+                float(at.difference_ci_high),
+            )
+            ticks.append(f"{name}\n{'paired' if paired[x, 0] else 'unpaired'}")
+        _experiment_ticks(ax, ticks)
+        ax.set_ylabel(f"{label}\nminus {reference}")
+    _comparison_legend(
+        fig, summary.attrs["confidence"], paired=any(adjacent_paired), contrasts=contrasts
+    )
     _suptitle(fig, title)
     return fig
 

@@ -38,12 +38,17 @@ def job_settings(
     Each job gets exactly the settings its outputs depend on, so Snakemake reruns it
     when one of them changes and never otherwise: the train job its experiment's
     task, model, training (without the checkpoint cadence) and seed; evaluate the
-    task, seed and `evaluation` (with the conditions' order); figures the `figures`
-    options. With `track_code`,
-    the library's code version is a setting of the train and evaluate jobs.
+    task, seed and `evaluation` (with the conditions' order); analysis the
+    `analysis` options, task and seed; the summary the `statistics`, the experiments
+    and what pairs them; figures the `figures` options (and a sweep's figure its
+    sweep). With `track_code`,
+    the library's code version is a setting of the train, evaluate and analysis jobs.
     """
     code = {"code": code_version()} if config.track_code else {}
     figures = flatten_settings({"figures": config.figures.to_dict()})
+    # What the analyses compute; the replicate drawn is the figures' business.
+    analysis = {k: v for k, v in config.analysis.to_dict().items() if k != "replicate"}
+    replicate = config.analysis.replicate
     settings: dict[JobKey, dict[str, Any]] = {}
     for name, experiment in experiments.items():
         settings[("trials", experiment.dataset)] = flatten_settings(experiment.dataset_spec())
@@ -58,7 +63,40 @@ def job_settings(
         settings[("experiment_figures", name)] = dict(figures)
         if is_arm(experiment.model):
             settings[("arm_figure", name)] = dict(figures)
+        # The steady inputs of the fixed points come from the task; the starts' key
+        # from the seed.
+        settings[("analysis", name)] = flatten_settings(
+            {
+                "analysis": analysis,
+                "task": experiment.task.to_dict(),
+                "seed": experiment.seed,
+            }
+        ) | code
+        settings[("analysis_figures", name)] = {**figures, "analysis.replicate": replicate}
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
+    # Experiments that share a seed and a replicate count are paired.
+    settings[("summary", "")] = {
+        **flatten_settings({"statistics": config.statistics.to_dict()}),
+        "experiments": list(experiments),
+        **flatten_settings(
+            {
+                "pairing": {
+                    name: [experiment.seed, experiment.train.n_replicates]
+                    for name, experiment in experiments.items()
+                }
+            }
+        ),
+    }
+    for name, sweep in config.sweeps.items():
+        # The grid as [setting, values] pairs: its order names the experiments and
+        # puts the first setting on the x axis, and flattening would sort (and split
+        # at the dots of) its keys.
+        settings[("sweep_figure", name)] = {
+            **figures,
+            "sweep.experiment": sweep.experiment,
+            "sweep.grid": [[setting, values] for setting, values in sweep.grid.items()],
+            "sweep.metrics": list(sweep.metrics),
+        }
     for name, protocol in config.protocols.items():
         settings[("protocol_figure", name)] = {
             **figures,
@@ -94,8 +132,21 @@ def rule_params(settings: Mapping[JobKey, Mapping[str, Any]], rule: str) -> list
     ]
 
 
+SETTING_PARAM_PREFIX = "setting"
+
+
 def parse_setting_params(params: Any) -> dict[str, Any]:
-    """Nested settings back from :func:`setting_param` texts (the inverse of flattening)."""
+    """Nested settings back from :func:`setting_param` texts (the inverse of flattening).
+
+    `params` is a list of the texts, or a rule's named params (Snakemake's
+    ``snakemake.params``), of which those named ``setting<i>`` are read.
+    """
+    if hasattr(params, "items"):
+        params = [
+            text
+            for name, text in params.items()
+            if name.startswith(SETTING_PARAM_PREFIX) and name[len(SETTING_PARAM_PREFIX) :].isdigit()
+        ]
     nested: dict[str, Any] = {}
     for text in params:
         name, _, value = text.partition("=")

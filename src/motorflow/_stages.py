@@ -23,9 +23,7 @@ from ._ensemble import make_ensemble, n_replicates
 from ._evaluate import evaluate
 from ._experiments import Experiment, experiment_keys
 from ._figures import (
-    comparison_summary,
     plot_arm_postures,
-    plot_comparison,
     plot_loss_history,
     plot_protocol,
     plot_speed_profiles,
@@ -301,22 +299,6 @@ def arm_figure(
     """The arm's postures during the center-out reaches of one experiment (arm plants)."""
     figure = plot_arm_postures(read_states(states_path), title=title)
     _save_figure(figure, figure_path, dpi=options["dpi"])
-
-
-def comparison_figure(
-    experiments: Sequence[str],
-    *,
-    history_paths: Sequence[Path],
-    metrics_paths: Sequence[Path],
-    output_path: Path,
-    options: Mapping[str, Any],
-) -> None:
-    """Final validation loss and endpoint error per replicate, across experiments."""
-    summaries = {
-        name: comparison_summary(open_dataset(history), open_dataset(metrics))
-        for name, history, metrics in zip(experiments, history_paths, metrics_paths, strict=True)
-    }
-    _save_figure(plot_comparison(summaries), output_path, dpi=options["dpi"])
 
 
 def protocol_figure(

@@ -19,6 +19,7 @@ import pydantic
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
+from ._analysis._config import AnalysisConfig, StatisticsConfig, SummaryMetric
 from ._config import ModelConfig, TrainConfig
 from ._config_base import (
     Block,
@@ -123,6 +124,12 @@ class SweepSpec(Block):
 
     experiment: Name
     grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(min_length=1)
+    metrics: tuple[SummaryMetric, ...] = Field(
+        ("endpoint_error", "final_validation_loss"),
+        min_length=1,
+        max_length=len(SummaryMetric.__args__),
+        description="drawn against the swept values, a panel each",
+    )
 
 
 MAX_CONDITIONS = 100
@@ -218,6 +225,7 @@ class ResourcesConfig(Block):
     train: StageResources = StageResources(threads=2, mem_mb=4000, runtime=120)
     evaluate: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
     figures: StageResources = StageResources(threads=1, mem_mb=1000, runtime=10)
+    analysis: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
 
 
 class WorkflowConfig(Block):
@@ -235,6 +243,8 @@ class WorkflowConfig(Block):
     protocols: dict[Name, ProtocolSpec] = {}
     evaluation: EvaluationConfig = EvaluationConfig()
     figures: FiguresConfig = FiguresConfig()
+    analysis: AnalysisConfig = AnalysisConfig()
+    statistics: StatisticsConfig = StatisticsConfig()
     resources: ResourcesConfig = ResourcesConfig()
     track_code: Boolean = Field(
         False, description="rerun training when the motorflow library's source changes"

@@ -52,6 +52,7 @@ wildcard_constraints:
     experiment="|".join(map(re.escape, EXPERIMENTS)),
     dataset="|".join(map(re.escape, DATASETS)),
     protocol="|".join(map(re.escape, PROTOCOLS)) or "(?!)",
+    sweep="|".join(map(re.escape, SETTINGS.sweeps)) or "(?!)",
 
 
 def unknown_target(wildcards):
@@ -59,6 +60,8 @@ def unknown_target(wildcards):
     naming the ones it defines (Snakemake alone would only say no rule makes it)."""
     if "protocol" in wildcards.keys():
         kind, name, defined = "protocol", wildcards.protocol, PROTOCOLS
+    elif "sweep_name" in wildcards.keys():
+        kind, name, defined = "sweep", wildcards.sweep_name, SETTINGS.sweeps
     else:
         kind, name, defined = "experiment", wildcards.name, EXPERIMENTS
     raise WorkflowError(
@@ -90,7 +93,10 @@ def setting_params(rule, wildcard=None):
         return lambda wildcards: values[wildcards[wildcard] if wildcard else ""]
 
     params = mf.rule_params(JOB_SETTINGS, rule)
-    return {f"setting{index}": param(values) for index, values in enumerate(params)}
+    return {
+        f"{mf.SETTING_PARAM_PREFIX}{index}": param(values)
+        for index, values in enumerate(params)
+    }
 
 
 def dataset_of(wildcards):
@@ -136,15 +142,41 @@ def job_resources(stage):
 def experiment_figures(experiment):
     return [
         f"{RESULTS}/figures/{experiment}/{name}.{EXT}"
-        for name in ("loss", "trajectories", "speed")
+        for name in ("loss", "trajectories", "speed", *ANALYSIS_FIGURES)
     ]
 
 
+# The hidden-state analyses' figures of every experiment.
+ANALYSIS_FIGURES = ("pca", "fixed_points", "tuning")
+
+
 def all_figures():
-    figures = [f"{RESULTS}/figures/comparison.{EXT}"]
+    figures = [f"{RESULTS}/figures/comparison.{EXT}", f"{RESULTS}/summary.csv"]
     for name, experiment in EXPERIMENTS.items():
         figures += experiment_figures(name)
         if mf.is_arm(experiment.model):
             figures.append(f"{RESULTS}/figures/{name}/arm.{EXT}")
     figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
+    figures += [f"{RESULTS}/figures/sweep-{name}.{EXT}" for name in SWEEPS]
     return figures
+
+
+# Each sweep's experiments, with their grid values.
+SWEEPS = {
+    name: mf.grid_points(name, sweep, f"sweeps.{name}")
+    for name, sweep in SETTINGS.sweeps.items()
+}
+
+
+# A sentence per experiment saying what produced its results: every figure's caption
+# shows it. It derives from the settings of jobs upstream of the figure, so it
+# changes only when the figure reruns anyway.
+DESCRIPTIONS = {name: mf.describe_experiment(e) for name, e in EXPERIMENTS.items()}
+
+
+def description(wildcards):
+    return DESCRIPTIONS[wildcards.experiment]
+
+
+def descriptions(names):
+    return " ".join(DESCRIPTIONS[name] for name in names)

@@ -29,6 +29,7 @@ rule experiment_figures:
         **job_resources("figures"),
     params:
         **setting_params("experiment_figures", "experiment"),
+        description=description,
     script:
         "../scripts/experiment_figures.py"
 
@@ -51,15 +52,19 @@ rule arm_figure:
         **job_resources("figures"),
     params:
         **setting_params("arm_figure", "experiment"),
+        description=description,
     script:
         "../scripts/arm_figure.py"
 
 
 rule comparison_figure:
-    """Final validation loss and endpoint error of every experiment, per replicate."""
+    """Final validation loss and endpoint error of every experiment, per replicate, with
+    means, intervals and paired differences."""
     input:
         histories=expand(rules.train.output.history, experiment=EXPERIMENTS),
         metrics=expand(rules.evaluate.output.metrics, experiment=EXPERIMENTS),
+        # The means and intervals drawn are summary.csv's.
+        summary=rules.summary.output.store,
     output:
         report(
             f"{RESULTS}/figures/comparison.{EXT}",
@@ -73,6 +78,7 @@ rule comparison_figure:
         **job_resources("figures"),
     params:
         **setting_params("comparison_figure"),
+        description=descriptions(EXPERIMENTS),
     script:
         "../scripts/comparison_figure.py"
 
@@ -98,5 +104,6 @@ rule protocol_figure:
         **job_resources("figures"),
     params:
         **setting_params("protocol_figure", "protocol"),
+        description=lambda wildcards: descriptions(PROTOCOLS[wildcards.protocol].stages),
     script:
         "../scripts/protocol_figure.py"

@@ -1,0 +1,1 @@
+"""Analyses of trained ensembles: hidden-state structure and statistics across replicates."""

@@ -1,0 +1,215 @@
+"""Fixed and slow points of the trained networks' recurrent update under a constant input.
+
+The method of Sussillo & Barak (2013, "Opening the black box: low-dimensional
+dynamics in high-dimensional recurrent neural networks", Neural Computation 25(3))
+as Golub & Sussillo's FixedPointFinder (2018, J. Open Source Softw. 3(31)) runs it:
+from many starting states, minimise ``q(h) = 0.5 ||F(h, u) - h||^2`` with Adam, and
+linearise the update at the points found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import xarray as xr
+from jaxtyping import Array, Float, PRNGKeyArray
+
+from .._cells import AbstractCell
+from .._task import CenterOut, Task
+
+
+def steady_inputs(task: Task, center_out: CenterOut | None = None) -> Float[Array, "trial input"]:
+    """The network's input once each evaluation reach is over and the hand rests on the goal.
+
+    The task input of the last step (the goal, and the go cue, on, for a delayed
+    reach), built by the task as in a rollout, followed by the feedback of an
+    effector at rest on the goal: position = goal, velocity = 0.
+
+    **Arguments:**
+
+    - `task`: the task the ensemble was trained on.
+    - `center_out`: the evaluation trials (dim `trial`); by default the task's.
+    """
+    trials = (task.eval_trials() if center_out is None else center_out).trials
+
+    def one(trial):
+        goal = jnp.broadcast_to(trial.goal_pos, (task.n_steps, trial.goal_pos.shape[-1]))
+        last = task.inputs(trial, goal)[-1]
+        return jnp.concatenate([last, trial.goal_pos, jnp.zeros_like(trial.goal_pos)])
+
+    return jax.vmap(one)(trials)
+
+
+def sample_starts(
+    states: xr.Dataset, *, n_starts: int, noise: float, key: PRNGKeyArray
+) -> Float[Array, "replicate trial start unit"]:
+    """Starting states for the search: each replicate's own hidden states, jittered.
+
+    For each replicate and trial, `n_starts` states drawn uniformly (with
+    replacement) from all the replicate's hidden states (any condition, trial and
+    step), plus Gaussian noise of std `noise` times the std of those states.
+    Replicate r draws from ``split(key, n_replicates)[r]``.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, ...,
+      unit)` and a `trial` dim (one input per trial, as :func:`steady_inputs`).
+    - `n_starts`: starting states per replicate and trial.
+    - `noise`: the noise's std, relative to the states' std.
+    - `key`: the draws.
+    """
+    hidden = states.hidden.transpose("replicate", ..., "unit")
+    pooled = jnp.asarray(hidden.values).reshape(hidden.sizes["replicate"], -1, hidden.sizes["unit"])
+    shape = (states.sizes["trial"], n_starts)
+
+    def one(pooled, key):
+        pick_key, noise_key = jax.random.split(key)
+        picked = pooled[jax.random.randint(pick_key, shape, 0, pooled.shape[0])]
+        jitter = jax.random.normal(noise_key, picked.shape, picked.dtype)
+        return picked + noise * jnp.std(pooled) * jitter
+
+    return jax.jit(jax.vmap(one))(pooled, jax.random.split(key, pooled.shape[0]))
+
+
+@eqx.filter_jit
+def _search(cells: AbstractCell, inputs, starts, steps: int, learning_rate: float):
+    """Every replicate's points, speeds and Jacobians from `starts` `(replicate, trial,
+    start, unit)` under `inputs` `(trial, input)`."""
+    optimiser = optax.adam(learning_rate)
+
+    def one_replicate(cell, starts):
+        def speed(hidden, input):
+            return 0.5 * jnp.sum((cell(input, hidden) - hidden) ** 2)
+
+        def one_point(input, start):
+            # Adam at a constant rate hovers around a minimum rather than settling
+            # in it, so more steps could end farther off: keep the slowest point seen.
+            def descend(carry, _):
+                hidden, state, best, best_speed = carry
+                value, grad = jax.value_and_grad(speed)(hidden, input)
+                better = value < best_speed
+                best = jnp.where(better, hidden, best)
+                best_speed = jnp.where(better, value, best_speed)
+                updates, state = optimiser.update(grad, state)
+                return (optax.apply_updates(hidden, updates), state, best, best_speed), None
+
+            carry = (start, optimiser.init(start), start, jnp.asarray(jnp.inf, start.dtype))
+            (last, _, best, best_speed), _ = jax.lax.scan(descend, carry, length=steps)
+            last_speed = speed(last, input)
+            hidden = jnp.where(last_speed < best_speed, last, best)
+            jacobian = jax.jacfwd(cell, argnums=1)(input, hidden)
+            return hidden, jnp.minimum(last_speed, best_speed), jacobian
+
+        per_start = jax.vmap(one_point, in_axes=(None, 0))
+        return jax.vmap(per_start)(inputs, starts)
+
+    return eqx.filter_vmap(one_replicate)(cells, starts)
+
+
+def _eigenvalues(jacobians: np.ndarray) -> np.ndarray:
+    """Eigenvalues `(..., mode)` of `jacobians` `(..., unit, unit)`, largest magnitude
+    first; NaN where a Jacobian is not finite."""
+    flat = jacobians.reshape(-1, *jacobians.shape[-2:])
+    values = np.full(flat.shape[:-1], np.nan, dtype=np.result_type(flat.dtype, np.complex64))
+    finite = np.isfinite(flat).all(axis=(1, 2))
+    # On the host: LAPACK's eig runs anywhere, and is not every accelerator's.
+    values[finite] = np.linalg.eigvals(flat[finite])
+    order = np.argsort(-np.abs(values), axis=-1, kind="stable")
+    return np.take_along_axis(values, order, axis=-1).reshape(jacobians.shape[:-1])
+
+
+def _distinct(points: np.ndarray, converged: np.ndarray, tolerance: float) -> np.ndarray:
+    """For points `(start, unit)`: True for the first converged point of each group
+    within `tolerance` of each other (greedily, in start order)."""
+    distinct = np.zeros(len(points), bool)
+    for index in np.flatnonzero(converged):
+        kept = points[distinct]
+        if not len(kept) or np.linalg.norm(kept - points[index], axis=-1).min() > tolerance:
+            distinct[index] = True
+    return distinct
+
+
+def find_fixed_points(
+    ensemble: eqx.Module,
+    inputs: Float[Array, "trial input"],
+    starts: Float[Array, "replicate trial start unit"],
+    *,
+    steps: int,
+    learning_rate: float,
+    tolerance: float,
+    distinct_tolerance: float,
+    coords: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Fixed and slow points of each replicate's recurrent update under each input.
+
+    From each start, `steps` Adam steps (one compiled program, over all replicates,
+    inputs and starts) minimise the speed ``q(h) = 0.5 ||F(h, u) - h||^2``, where
+    ``F = ensemble.network.cell`` and `u` is held constant; the slowest point visited
+    is kept, and the update linearised there. The update is a discrete-time map, so a
+    point is stable when every eigenvalue of its Jacobian lies inside the unit circle.
+
+    **Arguments:**
+
+    - `ensemble`: the ensemble (a `ClosedLoop` whose leaves lead with the replicate axis).
+    - `inputs`: the constant network inputs, e.g. :func:`steady_inputs`.
+    - `starts`: the starting states, e.g. :func:`sample_starts`.
+    - `steps`, `learning_rate`: the optimisation.
+    - `tolerance`: a point whose speed is below this has converged.
+    - `distinct_tolerance`: converged points closer than this (Euclidean) are one.
+    - `coords`: more coords, e.g. ``{"goal_angle": states.goal_angle}`` on `trial`.
+
+    Returns a Dataset with dims `replicate`, `trial`, `start`, `unit`, `mode` and
+    variables ``fixed_point`` `(replicate, trial, start, unit)`; ``speed``,
+    ``converged``, ``distinct`` (the first converged point of each cluster, per
+    replicate and trial), ``max_eigenvalue_magnitude`` and ``stable`` `(replicate,
+    trial, start)`; ``eigenvalue_real`` and ``eigenvalue_imag`` `(replicate, trial,
+    start, mode)`, largest magnitude first. A replicate with NaN weights or starts
+    gets NaN points that neither converged nor are stable.
+    """
+    points, speeds, jacobians = _search(
+        ensemble.network.cell, jnp.asarray(inputs), jnp.asarray(starts), steps, learning_rate
+    )
+    points, speeds = np.asarray(points), np.asarray(speeds)
+    eigenvalues = _eigenvalues(np.asarray(jacobians))
+    magnitude = np.abs(eigenvalues).max(axis=-1)
+    converged = speeds < tolerance
+    distinct = np.stack(
+        [
+            np.stack([_distinct(p, c, distinct_tolerance) for p, c in zip(rep_p, rep_c)])
+            for rep_p, rep_c in zip(points, converged)
+        ]
+    )
+    n_rep, n_trials, n_starts, n_units = points.shape
+    per_start = ("replicate", "trial", "start")
+    return xr.Dataset(
+        {
+            "fixed_point": ((*per_start, "unit"), points),
+            "speed": (per_start, speeds),
+            "converged": (per_start, converged),
+            "distinct": (per_start, distinct),
+            "eigenvalue_real": ((*per_start, "mode"), eigenvalues.real),
+            "eigenvalue_imag": ((*per_start, "mode"), eigenvalues.imag),
+            "max_eigenvalue_magnitude": (per_start, magnitude),
+            "stable": (per_start, magnitude < 1),
+        },
+        coords={
+            "replicate": np.arange(n_rep),
+            "trial": np.arange(n_trials),
+            "start": np.arange(n_starts),
+            "unit": np.arange(n_units),
+            "mode": np.arange(eigenvalues.shape[-1]),
+            **(coords or {}),
+        },
+        attrs={
+            "steps": steps,
+            "learning_rate": learning_rate,
+            "tolerance": tolerance,
+            "distinct_tolerance": distinct_tolerance,
+        },
+    )

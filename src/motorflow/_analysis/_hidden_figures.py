@@ -1,0 +1,213 @@
+"""Figures of the hidden-state analyses: PCA trajectories, fixed points, directional tuning.
+
+Like `motorflow._figures`, every function builds a standalone `Figure` (no pyplot).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from .._figures import (
+    _add_angle_colorbar,
+    _angle_colors,
+    _by_condition,
+    _no_data,
+    _suptitle,
+    condition_label,
+)
+
+N_DIRECTION_BINS = 16
+_PLANE = {"pc": [1, 2]}
+_ANGLE_TICKS = ([0, np.pi / 2, np.pi, 3 * np.pi / 2], ["0", "π/2", "π", "3π/2"])
+
+
+def _plane(pca: xr.Dataset) -> xr.Dataset:
+    """`pca` with a `condition` dim, checked to have the PC1–PC2 plane."""
+    if pca.sizes["pc"] < 2:
+        raise ValueError(f"a PC1–PC2 plane needs 2 components, the PCA has {pca.sizes['pc']}")
+    return _by_condition(pca)
+
+
+def _label_axes(ax: Axes, ratio: xr.DataArray) -> None:
+    """PC1 and PC2 axis labels with the share of variance each explains."""
+    for pc, set_label in zip((1, 2), (ax.set_xlabel, ax.set_ylabel)):
+        share = float(ratio.sel(pc=pc))
+        set_label(f"PC{pc} ({100 * share:.1f}% of variance)" if np.isfinite(share) else f"PC{pc}")
+
+
+def _draw_paths(ax: Axes, one: xr.Dataset, colors: np.ndarray, **style) -> bool:
+    """Each trial's path in the PC1–PC2 plane of `one` (a replicate and condition);
+    False when there is nothing finite to draw."""
+    paths = one.projection.sel(_PLANE).transpose("trial", "time", "pc").values
+    if not np.isfinite(paths).any():
+        _no_data(ax, "no data (NaN states)")
+        return False
+    for path, color in zip(paths, colors):
+        ax.plot(path[:, 0], path[:, 1], color=color, **style)
+    return True
+
+
+def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
+    """One replicate's hidden trajectories in the plane of its first two principal
+    components, a panel per condition, coloured by goal angle; starts are black dots.
+
+    **Arguments:**
+
+    - `pca`: the Dataset from `hidden_pca`, with ``projection`` `(replicate,
+      condition, trial, time, pc)`, ``explained_variance_ratio`` and the
+      ``goal_angle`` coord.
+    - `replicate`: the replicate drawn.
+    - `title`: figure title.
+    """
+    pca = _plane(pca)
+    shown = pca.sel(replicate=replicate)
+    conditions = list(shown.condition.values)
+    colors = _angle_colors(pca.goal_angle)
+    fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.4), layout="constrained")
+    axes = list(fig.subplots(1, len(conditions), squeeze=False).flat)
+    for ax, condition in zip(axes, conditions):
+        one = shown.sel(condition=condition)
+        if _draw_paths(ax, one, colors, lw=1.2):
+            starts = one.projection.sel(_PLANE).isel(time=0).transpose("trial", "pc").values
+            ax.scatter(starts[:, 0], starts[:, 1], s=15, color="k", zorder=3)
+        _label_axes(ax, one.explained_variance_ratio)
+        ax.set_title(condition_label(pca, condition), fontsize="medium")
+    start = Line2D([], [], ls="", marker="o", ms=4, color="k", label="start (first step)")
+    fig.legend(handles=[start], loc="outside lower center", fontsize="small")
+    _add_angle_colorbar(fig, axes)
+    _suptitle(fig, f"{title} (replicate {replicate})".strip())
+    return fig
+
+
+def plot_fixed_points(
+    fixed_points: xr.Dataset, pca: xr.Dataset, *, replicate: int = 0, title: str = ""
+) -> Figure:
+    """One replicate's distinct converged fixed points on the PC1–PC2 plane of its
+    hidden trajectories in the first condition.
+
+    The trajectories are faint; each fixed point is projected with the same PCA (its
+    mean and loadings), filled when stable and open when unstable, and coloured by
+    the goal angle of the input it was found under.
+
+    **Arguments:**
+
+    - `fixed_points`: the Dataset from `find_fixed_points`, with ``fixed_point``
+      `(replicate, trial, start, unit)`, ``converged``, ``distinct`` and ``stable``;
+      its ``goal_angle`` coord (or else the PCA's) colours the points.
+    - `pca`: the Dataset from `hidden_pca` for the same replicates.
+    - `replicate`: the replicate drawn.
+    - `title`: figure title.
+    """
+    pca = _plane(pca)
+    condition = pca.condition.values[0]
+    one = pca.sel(replicate=replicate, condition=condition)
+    found = fixed_points.sel(replicate=replicate)
+    fig = Figure(figsize=(6.2, 5.8), layout="constrained")
+    ax = fig.subplots()
+    _draw_paths(ax, one, _angle_colors(pca.goal_angle), lw=1.0, alpha=0.3)
+    loading = one.loading.sel(_PLANE).transpose("pc", "unit").values
+    points = found.fixed_point.transpose("trial", "start", "unit").values
+    projected = (points - one["mean"].values) @ loading.T
+    angle = found.goal_angle if "goal_angle" in found.coords else pca.goal_angle
+    colors = np.broadcast_to(_angle_colors(angle)[:, None], (*projected.shape[:2], 4))
+    kept = (found.converged & found.distinct).transpose("trial", "start").values
+    stable = found.stable.transpose("trial", "start").values
+    filled, hollow = kept & stable, kept & ~stable
+    ax.scatter(
+        *projected[filled].T, s=70, c=colors[filled], edgecolors="k", zorder=4, label="stable"
+    )
+    ax.scatter(
+        *projected[hollow].T,
+        s=70,
+        facecolors="none",
+        edgecolors=colors[hollow],
+        linewidths=2.0,
+        zorder=4,
+        label="unstable",
+    )
+    _label_axes(ax, one.explained_variance_ratio)
+    ax.set_title(condition_label(pca, condition), fontsize="medium")
+    marker = {"ls": "", "marker": "o", "ms": 8}
+    handles = [
+        Line2D([], [], color="0.5", alpha=0.5, label="hidden trajectory"),
+        Line2D([], [], **marker, mfc="0.5", mec="k", label="stable fixed point"),
+        Line2D([], [], **marker, mfc="none", mec="0.3", mew=2, label="unstable fixed point"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
+    _add_angle_colorbar(fig, ax)
+    counts = f"{int(kept.sum())} fixed points found, {int(filled.sum())} stable"
+    _suptitle(fig, "\n".join(filter(None, [title, f"replicate {replicate}: {counts}"])))
+    return fig
+
+
+def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
+    """The units' preferred directions (a polar histogram per condition) and tuning
+    depths (one histogram, a line per condition).
+
+    Every unit of every replicate counts once; units with NaN fits (a diverged
+    replicate) are left out.
+
+    **Arguments:**
+
+    - `tuning`: the Dataset from `directional_tuning`, with ``preferred_direction``
+      (rad), ``tuning_depth`` and ``r_squared`` `(replicate, condition, unit)`.
+    - `title`: figure title.
+    """
+    tuning = _by_condition(tuning)
+    conditions = list(tuning.condition.values)
+    fig = Figure(figsize=(3.6 * (len(conditions) + 1), 4.0), layout="constrained")
+    grid = fig.add_gridspec(1, len(conditions) + 1)
+    edges = np.linspace(0, 2 * np.pi, N_DIRECTION_BINS + 1)
+    depth_ax = fig.add_subplot(grid[0, -1])
+    depths = tuning.tuning_depth.values[np.isfinite(tuning.tuning_depth.values)]
+    depth_edges = np.histogram_bin_edges(depths, bins=20) if depths.size else None
+    for index, condition in enumerate(conditions):
+        ax = fig.add_subplot(grid[0, index], projection="polar")
+        one = tuning.sel(condition=condition)
+        direction = one.preferred_direction.values.ravel()
+        direction = direction[np.isfinite(direction)]
+        label = condition_label(tuning, condition)
+        ax.set_title(f"{label}\npreferred direction, fraction of units", fontsize="medium")
+        ax.set_xticks(*_ANGLE_TICKS)
+        if not direction.size:
+            _no_data(ax)
+            continue
+        counts, _ = np.histogram(direction, edges)
+        # Few radial ticks in small type, so their labels do not crowd the bars.
+        ax.yaxis.set_major_locator(MaxNLocator(3))
+        ax.tick_params(axis="y", labelsize="x-small")
+        ax.set_rlabel_position(112.5)
+        ax.bar(
+            edges[:-1],
+            counts / direction.size,
+            width=np.diff(edges),
+            align="edge",
+            color=_angle_colors(edges[:-1] + np.pi / N_DIRECTION_BINS),
+            edgecolor="k",
+            lw=0.5,
+        )
+        depth = one.tuning_depth.values.ravel()
+        depth = depth[np.isfinite(depth)]
+        r_squared = one.r_squared.values[np.isfinite(one.r_squared.values)]
+        median = f"{np.median(r_squared):.2f}" if r_squared.size else "n/a"
+        depth_ax.hist(
+            depth,
+            bins=depth_edges,
+            weights=np.full(depth.size, 1 / depth.size),
+            histtype="step",
+            lw=1.5,
+            label=f"{label} ({depth.size} units, median R² {median})",
+        )
+    depth_ax.set_xlabel("tuning depth (hidden activity)")
+    depth_ax.set_ylabel("fraction of units")
+    if depth_ax.patches:
+        fig.legend(handles=depth_ax.patches, loc="outside lower right", fontsize="small")
+    else:
+        _no_data(depth_ax)
+    _suptitle(fig, title)
+    return fig

@@ -1,0 +1,90 @@
+"""Principal components of the hidden-state trajectories, per replicate and condition."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+def _principal_components(
+    samples: np.ndarray, n_components: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Variance, variance ratio, loadings `(pc, unit)` and mean `(unit,)` of `samples`
+    `(sample, unit)`; NaN throughout if any sample is not finite."""
+    n_samples, n_units = samples.shape
+    if not np.isfinite(samples).all():
+        nan = np.full(n_components, np.nan)
+        return nan, nan, np.full((n_components, n_units), np.nan), np.full(n_units, np.nan)
+    mean = samples.mean(axis=0)
+    _, singular, loading = np.linalg.svd(samples - mean, full_matrices=False)
+    variance = singular**2 / max(n_samples - 1, 1)
+    total = variance.sum()
+    ratio = variance / total if total > 0 else np.zeros_like(variance)
+    # SVD leaves each component's sign arbitrary (it can flip between LAPACK builds or
+    # with the tiniest change of input); pin it so that reruns and replicates compare.
+    largest = np.argmax(np.abs(loading), axis=1)
+    signs = np.sign(loading[np.arange(len(loading)), largest])
+    loading = loading * np.where(signs == 0, 1.0, signs)[:, None]
+    padded = n_components - len(variance)
+    if padded > 0:  # fewer samples than components: the rest explain nothing
+        variance, ratio = np.pad(variance, (0, padded)), np.pad(ratio, (0, padded))
+        loading = np.pad(loading, ((0, padded), (0, 0)))
+    return variance[:n_components], ratio[:n_components], loading[:n_components], mean
+
+
+def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
+    """PCA of the hidden states, separately for each replicate and condition.
+
+    The samples of one replicate in one condition are its hidden states at every
+    step of every trial, centred on their mean. Each loading's largest-magnitude
+    entry is positive, so a rerun is bitwise identical. A replicate and condition
+    whose hidden states hold a NaN (a diverged replicate) gets NaN throughout.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, condition,
+      trial, time, unit)`.
+    - `n_components`: how many components to keep (at most the number of units).
+
+    Returns a Dataset with dim `pc` (coord 1..k) and variables ``explained_variance``
+    and ``explained_variance_ratio`` (of the total variance of all units) `(replicate,
+    condition, pc)`, ``loading`` `(replicate, condition, pc, unit)` (unit-norm rows),
+    ``mean`` `(replicate, condition, unit)` and ``projection`` `(replicate,
+    condition, trial, time, pc)` (the centred states on each loading); the states'
+    coords on those dims (``goal_angle``, ``time``, ``diverged_at``, ...) and
+    attributes are kept.
+    """
+    if n_components < 1:
+        raise ValueError(f"n_components must be at least 1, got {n_components}")
+    hidden = states.hidden
+    if "condition" not in hidden.dims:
+        hidden = hidden.expand_dims(condition=[""])
+    hidden = hidden.transpose("replicate", "condition", "trial", "time", "unit")
+    values = np.asarray(hidden.values, dtype=np.float64)
+    n_rep, n_cond, n_trials, n_steps, n_units = values.shape
+    n_components = min(n_components, n_units)
+    variance = np.empty((n_rep, n_cond, n_components))
+    ratio = np.empty_like(variance)
+    loading = np.empty((n_rep, n_cond, n_components, n_units))
+    mean = np.empty((n_rep, n_cond, n_units))
+    for r in range(n_rep):
+        for c in range(n_cond):
+            samples = values[r, c].reshape(-1, n_units)
+            variance[r, c], ratio[r, c], loading[r, c], mean[r, c] = _principal_components(
+                samples, n_components
+            )
+    projection = np.einsum("rcstu,rcpu->rcstp", values - mean[:, :, None, None], loading)
+    dtype = hidden.dtype
+    return xr.Dataset(
+        {
+            "explained_variance": (("replicate", "condition", "pc"), variance.astype(dtype)),
+            "explained_variance_ratio": (("replicate", "condition", "pc"), ratio.astype(dtype)),
+            "loading": (("replicate", "condition", "pc", "unit"), loading.astype(dtype)),
+            "mean": (("replicate", "condition", "unit"), mean.astype(dtype)),
+            "projection": (
+                ("replicate", "condition", "trial", "time", "pc"),
+                projection.astype(dtype),
+            ),
+        },
+        coords={**hidden.coords, "pc": np.arange(1, n_components + 1)},
+        attrs=dict(states.attrs),
+    )

@@ -1,0 +1,428 @@
+"""Statistics across an ensemble's replicates: per-replicate numbers, percentile bootstrap
+intervals of their means, and contrasts between experiments (paired when they can be)."""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Mapping, Sequence
+
+import jax
+import numpy as np
+import pandas as pd
+import xarray as xr
+from jaxtyping import Array, ArrayLike, Int, PRNGKeyArray, UInt
+
+FINAL_LOSS = "final_validation_loss"
+# The condition of a number measured once per replicate, not per evaluation condition.
+NO_CONDITION = ""
+TABLE_COLUMNS = (
+    "experiment",
+    "reference",
+    "condition",
+    "metric",
+    "statistic",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "n",
+    "confidence",
+)
+# Key streams folded into the caller's key first, so that means and contrasts never share one.
+_MEAN_STREAM, _CONTRAST_STREAM = 0, 1
+
+
+def replicate_values(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
+    """One experiment's numbers per replicate, the input of `summarise`.
+
+    A replicate that diverged in training (``diverged_at >= 0`` in `history`) is NaN
+    in every variable: `metrics` is already NaN there, and its frozen validation loss
+    would otherwise count in one number but not the others.
+
+    **Arguments:**
+
+    - `history`: the Dataset from `history_dataset`, with ``validation_loss`` `(term,
+      validation_step, replicate)`.
+    - `metrics`: the Dataset from `reach_metrics` for the same replicates, dims
+      `(replicate, [condition,] trial)`.
+
+    **Returns:**
+
+    A Dataset with ``final_validation_loss (replicate)``, the ``total`` validation loss
+    at the last validation step (recorded in the attribute ``validation_step``), and
+    each reach metric averaged over trials, `(replicate, condition)` (a trial whose
+    metric is NaN is left out of the mean, as in `metrics_table`; metrics without
+    conditions get the single condition ``""``), with its ``units`` attribute. Raises
+    `ValueError` if the replicates of `history` and `metrics` differ.
+    """
+    final = history.validation_loss.sel(term="total").isel(validation_step=-1)
+    validation_step = int(final.validation_step)
+    final = final.reset_coords(drop=True)
+    if "diverged_at" in history.variables:
+        final = final.where(history.diverged_at.reset_coords(drop=True) < 0)
+    final.attrs = {"description": f"total validation loss after {validation_step} batches"}
+    if "condition" not in metrics.dims:
+        metrics = metrics.expand_dims(condition=[NO_CONDITION])
+    averaged = metrics.mean("trial", keep_attrs=True).reset_coords(drop=True)
+    averaged = averaged.transpose("replicate", "condition", ...)
+    # Replicates must match one to one; an outer join would silently pad with NaN.
+    final, averaged = xr.align(final, averaged, join="exact")
+    values = xr.Dataset({FINAL_LOSS: final}).merge(averaged)
+    if "diverged_at" in history.variables:
+        values = values.assign_coords(diverged_at=history.diverged_at.reset_coords(drop=True))
+    values.attrs = {"validation_step": validation_step}
+    return values
+
+
+@functools.partial(jax.jit, static_argnames=("n", "n_resamples"))
+def _resample_indices(
+    key: PRNGKeyArray, path: UInt[ArrayLike, " depth"], *, n: int, n_resamples: int
+) -> Int[Array, "resample n"]:
+    """`n_resamples` draws of `n` indices into `n` values, with replacement, from `key`
+    folded with each entry of `path` in turn (one compiled call: this runs per cell)."""
+    for index in range(len(path)):
+        key = jax.random.fold_in(key, path[index])
+    return jax.random.randint(key, (n_resamples, n), 0, n)
+
+
+def _name_code(name: str) -> int:
+    # A fixed hash of the name, not its position, so that adding or reordering experiments
+    # (or metrics, or conditions) never changes another cell's resamples.
+    return zlib.crc32(name.encode())
+
+
+def _path(*names: str | int) -> np.ndarray:
+    return np.array(
+        [name if isinstance(name, int) else _name_code(name) for name in names], np.uint32
+    )
+
+
+def _finite(values: ArrayLike) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64).ravel()
+    return values[np.isfinite(values)]
+
+
+def _check_settings(n_resamples: int, confidence: float) -> None:
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _percentile_interval(resampled_means: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(resampled_means, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def _resampled_means(
+    values: np.ndarray, key: PRNGKeyArray, path: np.ndarray, n_resamples: int
+) -> np.ndarray:
+    indices = np.asarray(_resample_indices(key, path, n=values.size, n_resamples=n_resamples))
+    # The means in float64 on the host: float32 (JAX's default) would blur narrow intervals.
+    return values[indices].mean(axis=1)
+
+
+def bootstrap_interval(
+    values: ArrayLike,
+    *,
+    key: PRNGKeyArray,
+    n_resamples: int,
+    confidence: float,
+    path: Sequence[str | int] = (),
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of `values` (Efron & Tibshirani 1993,
+    *An Introduction to the Bootstrap*, ch. 13).
+
+    The finite values are resampled with replacement `n_resamples` times, all at once;
+    the interval runs between the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
+    percentiles (linearly interpolated) of the resampled means. With fewer than two
+    finite values there is no spread to resample and the interval is ``(nan, nan)``
+    (never a zero-width interval that would look like certainty).
+
+    **Arguments:**
+
+    - `values`: the numbers, any shape (flattened); NaN and infinities are dropped.
+    - `key`: a `jax.random` key; the resample indices are
+      ``randint(fold_in(key, *path), (n_resamples, n), 0, n)``.
+    - `n_resamples`: how many resamples (>= 1).
+    - `confidence`: the interval's coverage, in (0, 1).
+    - `path`: names or integers folded into `key` first (names by a fixed hash), so
+      that one key can serve many intervals independently.
+    """
+    _check_settings(n_resamples, confidence)
+    finite = _finite(values)
+    if finite.size < 2:
+        return np.nan, np.nan
+    means = _resampled_means(finite, key, _path(*path), n_resamples)
+    return _percentile_interval(means, confidence)
+
+
+def _per_cell(values: xr.Dataset) -> dict[tuple[str, str], np.ndarray]:
+    """(metric, condition) -> the values over `replicate`; a variable without a
+    `condition` dim goes under `NO_CONDITION`."""
+    cells = {}
+    for metric, variable in values.data_vars.items():
+        if "condition" in variable.dims:
+            for condition in variable.condition.values:
+                selected = variable.sel(condition=condition)
+                cells[str(metric), str(condition)] = np.asarray(selected.values, np.float64)
+        else:
+            cells[str(metric), NO_CONDITION] = np.asarray(variable.values, np.float64)
+    for (metric, condition), cell in cells.items():
+        if cell.ndim != 1:
+            raise ValueError(
+                f"{metric!r} ({condition or 'no condition'}) should vary over replicate only, "
+                f"has shape {cell.shape}"
+            )
+    return cells
+
+
+def _union(groups: list[list[str]]) -> list[str]:
+    return list(dict.fromkeys(item for group in groups for item in group))
+
+
+def _difference(
+    experiment: np.ndarray,
+    reference: np.ndarray,
+    *,
+    paired: bool,
+    key: PRNGKeyArray,
+    path: tuple[str | int, ...],
+    n_resamples: int,
+    confidence: float,
+) -> tuple[float, float, float, int]:
+    """Estimate, interval and count of `experiment` minus `reference`."""
+    if paired:
+        differences = experiment - reference
+        differences = differences[np.isfinite(differences)]
+        estimate = differences.mean() if differences.size else np.nan
+        low, high = bootstrap_interval(
+            differences, key=key, n_resamples=n_resamples, confidence=confidence, path=path
+        )
+        return float(estimate), low, high, differences.size
+    experiment, reference = _finite(experiment), _finite(reference)
+    n = experiment.size + reference.size
+    if not (experiment.size and reference.size):
+        return np.nan, np.nan, np.nan, n
+    estimate = experiment.mean() - reference.mean()
+    if min(experiment.size, reference.size) < 2:
+        return float(estimate), np.nan, np.nan, n
+    # Each group resampled on its own: independent replicates share nothing to pair on.
+    differences = _resampled_means(
+        experiment, key, _path(*path, "experiment"), n_resamples
+    ) - _resampled_means(reference, key, _path(*path, "reference"), n_resamples)
+    low, high = _percentile_interval(differences, confidence)
+    return float(estimate), low, high, n
+
+
+def summarise(
+    values: Mapping[str, xr.Dataset],
+    seeds: Mapping[str, int],
+    *,
+    key: PRNGKeyArray,
+    n_resamples: int = 10000,
+    confidence: float = 0.95,
+) -> xr.Dataset:
+    """Mean and bootstrap interval of each experiment's numbers, and the difference of
+    every experiment to each earlier one.
+
+    Two experiments are paired when they have the same seed and the same number of
+    replicates: replicate r of both then started from the same weights and saw the
+    same trials, so their difference is the mean of the per-replicate differences (over
+    the replicates finite in both), bootstrapped over those pairs. Otherwise it is the
+    difference of the means, each group resampled independently. Intervals are
+    percentile bootstraps (`bootstrap_interval`); each cell derives its own key from
+    `key` and the names of its experiment(s), metric and condition, so adding, dropping
+    or reordering experiments leaves every other cell's numbers unchanged.
+
+    **Arguments:**
+
+    - `values`: experiment name to its `replicate_values` (any Dataset whose variables
+      have dim `replicate` and optionally `condition`), in the order that defines the
+      contrasts: each experiment is compared with every experiment before it.
+    - `seeds`: experiment name to its seed; an experiment missing here is paired with
+      none.
+    - `key`: a `jax.random` key.
+    - `n_resamples`: bootstrap resamples per interval.
+    - `confidence`: the intervals' coverage, in (0, 1).
+
+    **Returns:**
+
+    A Dataset with coords `experiment` (the order of `values`), `reference` (the same
+    names), `metric` (variables in order of first appearance) and `condition` (in order
+    of first appearance; ``""`` for a number without conditions, such as
+    ``final_validation_loss``), ``units (metric)`` and ``defined (experiment, metric,
+    condition)``, which says whether the experiment has that metric in that condition
+    (cells where it does not are NaN with ``n`` 0, unlike an experiment measured but
+    with every replicate NaN, which is defined with ``n`` 0), and variables:
+
+    - ``mean``, ``ci_low``, ``ci_high`` `(experiment, metric, condition)`: the mean over
+      the finite replicates and its interval;
+    - ``n`` `(experiment, metric, condition)`: how many replicates are finite;
+    - ``difference``, ``difference_ci_low``, ``difference_ci_high`` `(experiment,
+      reference, metric, condition)`: experiment minus reference, only where the
+      reference comes earlier in `values` (NaN elsewhere);
+    - ``difference_n``: the pairs used when paired, else both groups' finite replicates
+      together;
+    - ``paired`` `(experiment, reference)`: whether that contrast is paired (False
+      where no contrast is made).
+
+    The attributes record ``confidence``, ``n_resamples`` and ``method``.
+    """
+    _check_settings(n_resamples, confidence)
+    names = list(values)
+    cells = {name: _per_cell(dataset) for name, dataset in values.items()}
+    metrics = _union([[metric for metric, _ in cells[name]] for name in names])
+    conditions = _union([[condition for _, condition in cells[name]] for name in names])
+    shape = (len(names), len(metrics), len(conditions))
+    mean, low, high = (np.full(shape, np.nan) for _ in range(3))
+    n = np.zeros(shape, np.int64)
+    defined = np.zeros(shape, bool)
+    for e, name in enumerate(names):
+        for (metric, condition), cell in cells[name].items():
+            index = (e, metrics.index(metric), conditions.index(condition))
+            finite = _finite(cell)
+            defined[index] = True
+            n[index] = finite.size
+            mean[index] = finite.mean() if finite.size else np.nan
+            low[index], high[index] = bootstrap_interval(
+                finite,
+                key=key,
+                n_resamples=n_resamples,
+                confidence=confidence,
+                path=(_MEAN_STREAM, name, metric, condition),
+            )
+    pair_shape = (len(names), len(names), len(metrics), len(conditions))
+    difference, difference_low, difference_high = (np.full(pair_shape, np.nan) for _ in range(3))
+    difference_n = np.zeros(pair_shape, np.int64)
+    paired = np.zeros((len(names), len(names)), bool)
+    for e, name in enumerate(names):
+        for r, reference in enumerate(names[:e]):
+            paired[e, r] = (
+                name in seeds
+                and reference in seeds
+                and seeds[name] == seeds[reference]
+                and values[name].sizes["replicate"] == values[reference].sizes["replicate"]
+            )
+            for (metric, condition), cell in cells[name].items():
+                if (metric, condition) not in cells[reference]:
+                    continue
+                index = (e, r, metrics.index(metric), conditions.index(condition))
+                (
+                    difference[index],
+                    difference_low[index],
+                    difference_high[index],
+                    difference_n[index],
+                ) = _difference(
+                    cell,
+                    cells[reference][metric, condition],
+                    paired=bool(paired[e, r]),
+                    key=key,
+                    path=(_CONTRAST_STREAM, name, reference, metric, condition),
+                    n_resamples=n_resamples,
+                    confidence=confidence,
+                )
+    units = {}
+    for dataset in values.values():
+        for metric, variable in dataset.data_vars.items():
+            units.setdefault(str(metric), str(variable.attrs.get("units", "")))
+    cell_dims = ("experiment", "metric", "condition")
+    pair_dims = ("experiment", "reference", "metric", "condition")
+    return xr.Dataset(
+        {
+            "mean": (cell_dims, mean),
+            "ci_low": (cell_dims, low),
+            "ci_high": (cell_dims, high),
+            "n": (cell_dims, n),
+            "difference": (pair_dims, difference),
+            "difference_ci_low": (pair_dims, difference_low),
+            "difference_ci_high": (pair_dims, difference_high),
+            "difference_n": (pair_dims, difference_n),
+            "paired": (("experiment", "reference"), paired),
+        },
+        coords={
+            "experiment": np.array(names, dtype=object),
+            "reference": np.array(names, dtype=object),
+            "metric": np.array(metrics, dtype=object),
+            "condition": np.array(conditions, dtype=object),
+            "units": ("metric", np.array([units[m] for m in metrics], dtype=object)),
+            "defined": (cell_dims, defined),
+        },
+        attrs={
+            "confidence": confidence,
+            "n_resamples": n_resamples,
+            "method": "percentile bootstrap of the mean (Efron & Tibshirani 1993)",
+        },
+    )
+
+
+def summary_table(summary: xr.Dataset) -> pd.DataFrame:
+    """The summary in long format, one row per number, for ``results/summary.csv``.
+
+    Rows: first each experiment's mean of each metric in each condition it has
+    (statistic ``"mean"``, empty reference), then each contrast of an experiment with
+    an earlier reference, where both have the metric in that condition (statistic
+    ``"paired difference"`` or ``"difference"``).
+
+    **Arguments:**
+
+    - `summary`: the Dataset from `summarise`.
+
+    **Returns:**
+
+    A DataFrame with the columns ``experiment``, ``reference``, ``condition``,
+    ``metric``, ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n`` and
+    ``confidence``; a metric without conditions has condition ``""``.
+    """
+    confidence = summary.attrs["confidence"]
+    names = [str(name) for name in summary.experiment.values]
+    metrics = [str(metric) for metric in summary.metric.values]
+    conditions = [str(condition) for condition in summary.condition.values]
+    cell_dims = ("experiment", "metric", "condition")
+    pair_dims = ("experiment", "reference", "metric", "condition")
+    defined = summary.defined.transpose(*cell_dims).values
+    plain = [
+        summary[name].transpose(*cell_dims).values for name in ("mean", "ci_low", "ci_high", "n")
+    ]
+    contrast = [
+        summary[name].transpose(*pair_dims).values
+        for name in ("difference", "difference_ci_low", "difference_ci_high", "difference_n")
+    ]
+    paired = summary.paired.transpose("experiment", "reference").values
+    cells = [
+        (m, metric, c, condition)
+        for m, metric in enumerate(metrics)
+        for c, condition in enumerate(conditions)
+    ]
+    rows = [
+        (name, "", condition, metric, "mean", *(array[e, m, c] for array in plain), confidence)
+        for e, name in enumerate(names)
+        for m, metric, c, condition in cells
+        if defined[e, m, c]
+    ]
+    rows += [
+        (
+            name,
+            reference,
+            condition,
+            metric,
+            "paired difference" if paired[e, r] else "difference",
+            *(array[e, r, m, c] for array in contrast),
+            confidence,
+        )
+        for e, name in enumerate(names)
+        for r, reference in enumerate(names[:e])
+        for m, metric, c, condition in cells
+        if defined[e, m, c] and defined[r, m, c]
+    ]
+    table = pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+    return table.astype(
+        {
+            "estimate": np.float64,
+            "ci_low": np.float64,
+            "ci_high": np.float64,
+            "n": np.int64,
+            "confidence": np.float64,
+        }
+    )

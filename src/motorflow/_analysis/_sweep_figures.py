@@ -1,0 +1,197 @@
+"""The figure of a sweep: each metric against the first grid setting, a line per
+combination of the other settings."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from .._figures import (
+    _log_scale_if_possible,
+    _metric_label,
+    _replicate_column,
+    _shown_condition,
+    _suptitle,
+)
+
+# Replicates of a point are spread over this fraction of the gap between grid values,
+# and the groups' spreads side by side over `_GROUP_SPREAD`: enough to tell the dots
+# apart, small enough that none is mistaken for a neighbouring grid value.
+_REPLICATE_SPREAD = 0.06
+_GROUP_SPREAD = 0.2
+# A numeric setting spanning this factor or more (all positive) gets a log axis.
+_LOG_AXIS_RATIO = 100
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _short_names(settings: Sequence[str]) -> dict[str, str]:
+    """Each dotted setting by its last part, unless two settings share it."""
+    last = [setting.split(".")[-1] for setting in settings]
+    return {s: short if last.count(short) == 1 else s for s, short in zip(settings, last)}
+
+
+def _centred(n: int, width: float) -> np.ndarray:
+    """`n` evenly spaced offsets spanning `width`, centred on 0."""
+    return np.linspace(-width / 2, width / 2, n) if n > 1 else np.zeros(n)
+
+
+def _format(value: object) -> str:
+    return f"{value:g}" if _is_number(value) else str(value)
+
+
+class _Axis:
+    """Where each swept value sits on the x axis, and how to step beside it."""
+
+    def __init__(self, swept: list[object]):
+        self.numeric = all(_is_number(value) for value in swept)
+        if self.numeric:
+            self.categories: list[object] = []
+            numbers_ = np.array(swept, dtype=float)
+            self.log = bool(
+                np.all(numbers_ > 0) and numbers_.max() / numbers_.min() >= _LOG_AXIS_RATIO
+            )
+        else:
+            self.categories = list(dict.fromkeys(map(_format, swept)))
+            self.log = False
+        scaled = np.unique([self._scaled(self.position(value)) for value in swept])
+        self.gap = float(np.diff(scaled).min()) if len(scaled) > 1 else 1.0
+
+    def position(self, value: object) -> float:
+        return float(value) if self.numeric else float(self.categories.index(_format(value)))
+
+    def _scaled(self, position: float) -> float:
+        return np.log10(position) if self.log else position
+
+    def beside(self, position: float, offsets: np.ndarray) -> np.ndarray:
+        """`position` moved by `offsets`, in gaps between neighbouring grid values."""
+        moved = self._scaled(position) + offsets * self.gap
+        return 10**moved if self.log else moved
+
+    def style(self, ax: Axes, setting: str) -> None:
+        ax.set_xlabel(setting)
+        if self.log:
+            ax.set_xscale("log")
+        if self.categories:
+            ax.set_xticks(range(len(self.categories)), self.categories)
+            ax.set_xlim(-0.5, len(self.categories) - 0.5)
+
+
+def _groups(
+    points: Mapping[str, Mapping[str, object]], others: list[str]
+) -> dict[tuple[str, ...], list[str]]:
+    """The experiments of each combination of the `others` settings, in order of first
+    appearance."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, point in points.items():
+        groups.setdefault(tuple(_format(point[setting]) for setting in others), []).append(name)
+    return groups
+
+
+def _sweep_legend(fig: Figure, lines: list, confidence: float) -> None:
+    line = mpl.lines.Line2D
+    handles = [
+        *lines,
+        line([], [], marker="o", ms=3, ls="none", color="0.4", label="a replicate"),
+        line([], [], marker="o", color="0.4", label="mean of the replicates"),
+        line([], [], marker="|", ms=10, ls="none", color="0.4"),
+    ]
+    handles[-1].set_label(f"{confidence:.0%} bootstrap interval")
+    fig.legend(
+        handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize="small"
+    )
+
+
+def plot_sweep(
+    values: Mapping[str, xr.Dataset],
+    points: Mapping[str, Mapping[str, object]],
+    summary: xr.Dataset,
+    *,
+    metrics: Sequence[str],
+    condition: str | None = None,
+    title: str = "",
+) -> Figure:
+    """A sweep's metrics against its first grid setting, a panel per metric.
+
+    A line per combination of the other grid settings joins the means across
+    replicates, with each mean's bootstrap interval as a vertical line, both read from
+    `summary`; each replicate is a small dot set slightly aside (sideways by its line,
+    then by replicate) so that none hide each other. A numeric first setting lies on a
+    numeric axis (logarithmic when its positive values span a factor of 100 or more);
+    any other is drawn as categories in order of appearance.
+
+    **Arguments:**
+
+    - `values`: experiment name to its `replicate_values`; must hold every experiment
+      of `points`.
+    - `points`: each of the sweep's experiments to its grid values, setting to value
+      (e.g. ``{"model.feedback.noise_std": 0.05, "model.network.hidden_size": 16}``),
+      every experiment with the same settings in the same order.
+    - `summary`: the Dataset from `summarise` over (at least) these experiments.
+    - `metrics`: the metrics drawn, a panel each.
+    - `condition`: the evaluation condition of metrics that have one; None (or one
+      that a metric lacks): the first condition that has the metric.
+    - `title`: figure title.
+    """
+    names = list(points)
+    settings = list(points[names[0]])
+    for name in names:
+        if list(points[name]) != settings:
+            raise ValueError(
+                f"{name!r} has the grid settings {list(points[name])}, "
+                f"{names[0]!r} has {settings}: a sweep's points share their settings"
+            )
+    first, others = settings[0], settings[1:]
+    axis = _Axis([points[name][first] for name in names])
+    groups = _groups(points, others)
+    short = _short_names(others)
+    colors = mpl.colormaps["tab10"].colors
+    fig = Figure(figsize=(4.2 * len(metrics), 3.8), layout="constrained")
+    axes = fig.subplots(1, len(metrics), squeeze=False)[0]
+    group_centres = _centred(len(groups), _GROUP_SPREAD)
+    legend_lines = []
+    for ax, metric in zip(axes, metrics):
+        shown = _shown_condition(summary, metric, condition)
+        cells = summary.sel(metric=metric, condition=shown)
+        drawn = []
+        for index, (combination, members) in enumerate(groups.items()):
+            color = colors[index % len(colors)]
+            members = sorted(members, key=lambda name: axis.position(points[name][first]))
+            x = np.array([axis.position(points[name][first]) for name in members])
+            cell = cells.sel(experiment=members)
+            label = ", ".join(f"{short[s]} = {v}" for s, v in zip(others, combination))
+            line = ax.plot(
+                x, cell["mean"].values, "o-", color=color, lw=1.5, ms=5, label=label, gid="mean"
+            )[0]
+            if ax is axes[0] and label:
+                legend_lines.append(line)
+            ax.vlines(x, cell.ci_low, cell.ci_high, color=color, lw=1.2, gid="interval")
+            for position, name in zip(x, members):
+                replicates = _replicate_column(values[name], metric, shown)
+                spread = _centred(replicates.size, _REPLICATE_SPREAD)
+                ax.scatter(
+                    axis.beside(position, group_centres[index] + spread),
+                    replicates,
+                    s=8,
+                    color=color,
+                    alpha=0.5,
+                    zorder=1,
+                    gid="replicates",
+                )
+                drawn.append(replicates)
+        axis.style(ax, first)
+        ax.set_ylabel(_metric_label(summary, metric))
+        ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
+        if metric == "final_validation_loss":
+            _log_scale_if_possible(ax, np.concatenate(drawn))
+    _sweep_legend(fig, legend_lines, summary.attrs["confidence"])
+    _suptitle(fig, title)
+    return fig

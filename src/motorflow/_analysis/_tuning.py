@@ -1,0 +1,90 @@
+"""Directional tuning of the hidden units during movement, fitted with a cosine."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+
+def movement_activity(states: xr.Dataset, *, speed_threshold: float) -> xr.DataArray:
+    """Each unit's mean hidden activity while the hand moves, `(replicate, condition,
+    trial, unit)`.
+
+    The hand moves on the steps where its speed is at least `speed_threshold` times
+    the trial's peak speed, so the hold before a delayed reach's go cue and the rest
+    on the goal are left out.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, condition,
+      trial, time, unit)` and ``vel`` `(..., time, component)`.
+    - `speed_threshold`: the fraction of the peak speed, in [0, 1].
+    """
+    if not 0 <= speed_threshold <= 1:
+        raise ValueError(f"speed_threshold must be in [0, 1], got {speed_threshold}")
+    speed = np.sqrt((states.vel**2).sum("component", skipna=False))
+    moving = speed >= speed_threshold * speed.max("time", skipna=False)
+    return states.hidden.where(moving).mean("time")
+
+
+def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Dataset:
+    """Each unit's cosine tuning to the reach direction during movement.
+
+    A unit's activity during movement (:func:`movement_activity`) is fitted across
+    trials by least squares with the cosine model of Georgopoulos et al. (1982, "On
+    the relations between the direction of two-dimensional arm movements and cell
+    discharge in primate motor cortex", J. Neurosci. 2(11)):
+    ``b0 + b1 cos(theta) + b2 sin(theta) = b0 + d cos(theta - theta_pd)``, `theta`
+    the trial's goal angle, separately for each replicate, condition and unit. A
+    replicate whose states hold a NaN gets NaN.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``hidden``, ``vel`` and the
+      ``goal_angle`` coord (rad) along `trial`, which must hold at least 3 angles.
+    - `speed_threshold`: the fraction of each trial's peak speed above which the hand
+      moves.
+
+    Returns a Dataset with dims `(replicate, condition, unit)` and variables
+    ``preferred_direction`` (``theta_pd = atan2(b2, b1)`` in [0, 2π), rad),
+    ``tuning_depth`` (``d = sqrt(b1² + b2²)``), ``baseline`` (``b0``) and
+    ``r_squared`` (of the fit across trials; NaN for a unit whose activity does not
+    vary); the states' coords on those dims and attributes are kept.
+    """
+    activity = movement_activity(states, speed_threshold=speed_threshold)
+    if "condition" not in activity.dims:
+        activity = activity.expand_dims(condition=[""])
+    activity = activity.transpose("replicate", "condition", "trial", "unit")
+    angle = np.asarray(states.goal_angle.values, dtype=np.float64)
+    design = np.stack([np.ones_like(angle), np.cos(angle), np.sin(angle)], axis=-1)
+    if np.linalg.matrix_rank(design) < 3:
+        raise ValueError(
+            "a cosine tuning fit needs trials in at least 3 directions, got goal angles "
+            f"{np.unique(np.round(angle, 6)).tolist()}"
+        )
+    values = np.asarray(activity.values, dtype=np.float64)
+    # The same design for every fit: one pseudo-inverse, NaN passing through per fit.
+    coefficients = np.einsum("kt,rctu->rcku", np.linalg.pinv(design), values)
+    fitted = np.einsum("tk,rcku->rctu", design, coefficients)
+    residual = ((values - fitted) ** 2).sum(axis=2)
+    total = ((values - values.mean(axis=2, keepdims=True)) ** 2).sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r_squared = np.where(total > 0, 1 - residual / total, np.nan)
+    baseline, cosine, sine = coefficients[:, :, 0], coefficients[:, :, 1], coefficients[:, :, 2]
+    preferred = np.mod(np.arctan2(sine, cosine), 2 * np.pi)
+    # mod of a hair below zero rounds up to 2π itself; the range is [0, 2π).
+    preferred = np.where(preferred >= 2 * np.pi, 0.0, preferred)
+    dims = ("replicate", "condition", "unit")
+    coords = {
+        name: coord for name, coord in activity.coords.items() if set(coord.dims) <= set(dims)
+    }
+    return xr.Dataset(
+        {
+            "preferred_direction": (dims, preferred, {"units": "rad"}),
+            "tuning_depth": (dims, np.hypot(cosine, sine)),
+            "baseline": (dims, baseline),
+            "r_squared": (dims, r_squared),
+        },
+        coords=coords,
+        attrs={**states.attrs, "speed_threshold": speed_threshold},
+    )

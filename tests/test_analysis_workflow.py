@@ -1,0 +1,114 @@
+"""End-to-end: the analysis, summary and sweep stages with the real `snakemake`; an edit of
+their settings reruns exactly them, and what they rewrite equals a fresh computation."""
+
+from __future__ import annotations
+
+import copy
+
+import pandas as pd
+import pytest
+import xarray as xr
+from workflow_helpers import make_workdir, planned_jobs, snakemake, tiny_config, write_config
+
+import motorflow as mf
+
+pytestmark = pytest.mark.workflow
+
+SWEPT = ("size-hidden_size4", "size-hidden_size6")
+EXPERIMENTS = ("quiet", *SWEPT)
+
+
+def sweep_config() -> dict:
+    config = tiny_config()
+    del config["experiments"]["noisy"], config["protocols"]
+    config["evaluation"]["conditions"] = {"unperturbed": []}
+    config["sweeps"] = {
+        "size": {"experiment": "quiet", "grid": {"model.network.hidden_size": [4, 6]}}
+    }
+    config["analysis"] = {"fixed_points": {"steps": 300, "n_starts": 6}}
+    config["statistics"] = {"n_resamples": 1000}
+    return config
+
+
+def edited_config() -> dict:
+    config = copy.deepcopy(sweep_config())
+    config["analysis"]["fixed_points"]["n_starts"] = 4
+    config["analysis"]["tuning"] = {"speed_threshold": 0.3}
+    config["statistics"]["seed"] = 5
+    config["sweeps"]["size"]["metrics"] = ["max_lateral_deviation", "endpoint_error"]
+    return config
+
+
+@pytest.fixture(scope="module")
+def rerun(tmp_path_factory):
+    """A workdir run with `sweep_config`, then edited and run again; plus the rerun's plan."""
+    workdir = make_workdir(tmp_path_factory.mktemp("analyses"), sweep_config())
+    snakemake(workdir)
+    write_config(workdir, edited_config())
+    plan = planned_jobs(workdir)
+    snakemake(workdir)
+    return workdir, plan
+
+
+def test_a_sweep_gets_its_figure_and_every_experiment_its_analyses(rerun):
+    workdir, _ = rerun
+    results = workdir / "results"
+    assert (results / "figures" / "sweep-size.png").stat().st_size > 0
+    for experiment in EXPERIMENTS:
+        for figure in ("pca", "fixed_points", "tuning"):
+            assert (results / "figures" / experiment / f"{figure}.png").stat().st_size > 0
+    table = pd.read_csv(results / "summary.csv")
+    table["reference"] = table.reference.fillna("")
+    assert set(table.experiment) == set(EXPERIMENTS)
+    # Every pair of experiments is contrasted, the later minus the earlier.
+    pairs = set(zip(table.experiment, table.reference)) - {(e, "") for e in EXPERIMENTS}
+    assert pairs == {(SWEPT[0], "quiet"), (SWEPT[1], "quiet"), (SWEPT[1], SWEPT[0])}
+
+
+def test_editing_the_analyses_statistics_or_sweep_metrics_reruns_only_them(rerun):
+    _, plan = rerun
+    expected = {
+        ("summary", ""),
+        ("comparison_figure", ""),
+        ("sweep_figure", "sweep=size"),
+        ("all", ""),
+    }
+    for experiment in EXPERIMENTS:
+        expected |= {
+            ("analysis", f"experiment={experiment}"),
+            ("analysis_figures", f"experiment={experiment}"),
+        }
+    assert plan == expected
+
+
+def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_path):
+    workdir, _ = rerun
+    results = workdir / "results"
+    settings = mf.parse_config(edited_config())
+    experiments = mf.resolve_experiments(settings)
+    for name in EXPERIMENTS:
+        experiment = experiments[name]
+        mf.analyse_experiment(
+            experiment,
+            model_path=results / name / "model",
+            eval_path=results / "trials" / experiment.dataset / "eval.zarr",
+            states_path=results / name / "states.zarr",
+            analysis_path=tmp_path / f"{name}.zarr",
+            options=settings.analysis,
+        )
+        xr.testing.assert_identical(
+            mf.open_dataset(results / name / "analysis.zarr"),
+            mf.open_dataset(tmp_path / f"{name}.zarr"),
+        )
+    mf.summary_stage(
+        {name: [experiments[name].seed, experiments[name].train.n_replicates] for name in EXPERIMENTS},
+        history_paths=[results / name / "history.zarr" for name in EXPERIMENTS],
+        metrics_paths=[results / name / "metrics.zarr" for name in EXPERIMENTS],
+        table_path=tmp_path / "summary.csv",
+        store_path=tmp_path / "summary.zarr",
+        statistics=settings.statistics,
+    )
+    xr.testing.assert_identical(
+        mf.open_dataset(results / "summary.zarr"), mf.open_dataset(tmp_path / "summary.zarr")
+    )
+    assert (results / "summary.csv").read_text() == (tmp_path / "summary.csv").read_text()

@@ -1,0 +1,263 @@
+"""The `motorflow` command: `info` reports what the outputs hold, `export` writes one
+replicate that loads (with motorflow or plain equinox) as the replicate it was."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from workflow_helpers import snakemake_env, tiny_config, train_through_stages
+
+import motorflow as mf
+from motorflow._cli import main
+
+EXPERIMENT = "noisy"  # feedback noise on: a rollout can tell a right key from a wrong one
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> Path:
+    """One tiny experiment (2 replicates, 10 batches), trained and evaluated through the
+    stage functions into the workflow's layout."""
+    config = tiny_config()
+    config["trainings"]["quick"].update(n_batches=10, validation={"every": 5})
+    config["evaluation"]["conditions"].pop("pulse")
+    experiment = mf.resolve_experiments(config)[EXPERIMENT]
+    results = tmp_path_factory.mktemp("cli") / "results"
+    train_through_stages(experiment, results)
+    folder = results / EXPERIMENT
+    mf.evaluate_experiment(
+        experiment,
+        model_path=folder / "model",
+        eval_path=results / "trials" / experiment.dataset / "eval.zarr",
+        states_path=folder / "states.zarr",
+        metrics_path=folder / "metrics.zarr",
+        table_path=folder / "metrics.csv",
+        evaluation=mf.parse_config(config).evaluation,
+    )
+    return results
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main([str(arg) for arg in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def replicate_blocks(text: str) -> dict[int, str]:
+    """The `info` output's block of each replicate."""
+    parts = re.split(r"^  replicate (\d+)$", text, flags=re.MULTILINE)
+    return {int(index): block for index, block in zip(parts[1::2], parts[2::2])}
+
+
+def reported(block: str, what: str) -> tuple[float, int]:
+    """A loss line's value and the batch count it names."""
+    match = re.search(rf"{what} +(\S+) \((?:batch|after) (\d+)", block)
+    assert match, f"no {what!r} line in:\n{block}"
+    return float(match.group(1)), int(match.group(2))
+
+
+def test_info_reports_each_replicates_losses_as_the_history_holds_them(results, capsys):
+    code, out, _ = run(capsys, "info", results / EXPERIMENT)
+    assert code == 0
+    history = mf.open_dataset(results / EXPERIMENT / "history.zarr")
+    total = history.loss.sel(term="total")
+    validation = history.validation_loss.sel(term="total")
+    blocks = replicate_blocks(out)
+    assert sorted(blocks) == [0, 1]
+    for replicate, block in blocks.items():
+        loss, batch = reported(block, "final training loss")
+        assert batch == 9
+        np.testing.assert_allclose(loss, total.sel(batch=9, replicate=replicate), rtol=1e-5)
+        loss, batch = reported(block, "final validation loss")
+        assert batch == 10
+        expected = validation.sel(validation_step=10, replicate=replicate)
+        np.testing.assert_allclose(loss, expected, rtol=1e-5)
+        loss, batch = reported(block, "best validation loss")
+        assert batch == history.best_batch.sel(replicate=replicate)
+        expected = history.best_validation_loss.sel(replicate=replicate)
+        np.testing.assert_allclose(loss, expected, rtol=1e-5)
+        assert re.search(r"diverged +no", block)
+    for line in ("task: reach, 15 steps", "2 replicates x 10 batches x 8 trials", "seed: 0"):
+        assert line in out
+    assert "loss weights: effort 1e-05, final_velocity 1" in out
+    assert re.search(r"seconds per batch: \S+ median", out)
+    assert re.search(r"devices: cpu", out)
+
+
+def test_info_shows_each_replicates_metric_means_from_the_table(results, capsys):
+    _, out, _ = run(capsys, "info", results / EXPERIMENT)
+    table = pd.read_csv(results / EXPERIMENT / "metrics.csv")
+    for replicate, block in replicate_blocks(out).items():
+        assert "of the final parameters" in block
+        header = next(line for line in block.splitlines() if "unperturbed" in line).split()
+        assert header == ["unperturbed", "curl_cw"]
+        row = next(line for line in block.splitlines() if "endpoint_error (m)" in line)
+        shown = [float(value) for value in row.split()[2:]]
+        expected = table[table.replicate == replicate].set_index("condition").endpoint_error
+        np.testing.assert_allclose(shown, expected[header], rtol=1e-5)
+
+
+def test_info_says_what_is_not_written_yet_and_which_replicate_diverged(results, capsys):
+    trained_only = results / "trained_only"
+    history = mf.open_dataset(results / EXPERIMENT / "history.zarr")
+    history["diverged_at"][:] = [-1, 7]
+    mf.write_dataset(history, trained_only / "history.zarr")
+    shutil.copytree(results / EXPERIMENT / "model", trained_only / "model")
+    code, out, _ = run(capsys, "info", trained_only)
+    shutil.rmtree(trained_only)
+    assert code == 0
+    assert "metrics: not evaluated yet" in out
+    assert "model_best/: missing" in out
+    assert "metrics (mean" not in out
+    blocks = replicate_blocks(out)
+    assert re.search(r"diverged +no", blocks[0])
+    assert re.search(r"diverged +yes, at batch 7", blocks[1])
+
+
+def test_a_folder_that_is_no_experiment_is_named_with_the_experiments_beside_it(results, capsys):
+    for command in (["info"], ["export"]):
+        argv = [*command, results / "typo"]
+        if command == ["export"]:
+            argv += [results.parent / "out", "--replicate", "0"]
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == ""
+        assert err.strip().endswith(
+            f"{results / 'typo'} is not a trained experiment; "
+            f"trained experiments in {results}: {EXPERIMENT}"
+        )
+        assert len(err.strip().splitlines()) == 1
+    # The results folder itself: the experiments inside it are listed.
+    code, _, err = run(capsys, "info", results)
+    assert code == 2 and f"it holds the trained experiments: {EXPERIMENT}" in err
+    assert not (results.parent / "out").exists()
+
+
+@pytest.mark.parametrize("replicate", [2, -1])
+def test_a_replicate_out_of_range_is_refused_with_the_valid_range(
+    results, capsys, tmp_path, replicate
+):
+    code, _, err = run(
+        capsys, "export", results / EXPERIMENT, tmp_path / "out", "--replicate", replicate
+    )
+    assert code == 2
+    assert f"replicate {replicate} is out of range" in err and "replicates 0 to 1" in err
+    assert not (tmp_path / "out").exists()
+
+
+def noisy_rollouts(model: mf.ClosedLoop, key: jax.Array) -> mf.Rollout:
+    """One model on the task's center-out reaches, noise drawn from `key`."""
+    config = mf.resolve_experiments(tiny_config())[EXPERIMENT]
+    task = mf.Task(config.task)
+    trials = task.eval_trials().trials
+    keys = jax.random.split(key, trials.init_pos.shape[0])
+    rollout, _ = jax.jit(lambda m, k: mf.run_trials(m, task, trials, k))(model, keys)
+    return rollout
+
+
+@pytest.mark.parametrize("best", [False, True])
+def test_an_exported_replicate_loads_and_runs_as_that_replicate(results, capsys, tmp_path, best):
+    folder = tmp_path / "export"
+    code, out, _ = run(
+        capsys,
+        "export",
+        results / EXPERIMENT,
+        folder,
+        "--replicate",
+        1,
+        *(["--best"] if best else []),
+    )
+    assert code == 0 and str(folder) in out
+    source = results / EXPERIMENT / ("model_best" if best else "model")
+    original, original_config = mf.load_ensemble(source)
+    exported, config = mf.load_ensemble(folder)
+    assert config == original_config
+    assert mf.n_replicates(exported) == 1
+    for mine, theirs in zip(
+        jax.tree.leaves(eqx.filter(exported, eqx.is_array)),
+        jax.tree.leaves(eqx.filter(original, eqx.is_array)),
+    ):
+        np.testing.assert_array_equal(mine[0], theirs[1])
+    record = mf.load_training_record(folder)
+    expected = mf.load_training_record(source)
+    assert record["parameters"] == ("best" if best else "final")
+    assert record["best_batch"] == [expected["best_batch"][1]]
+    assert record["diverged_at"] == [expected["diverged_at"][1]]
+    assert record["exported_from"]["replicate"] == 1
+
+    key = jax.random.key(3)
+    replicate = mf.take_replicate(original, 1)
+    alone = noisy_rollouts(mf.take_replicate(exported, 0), key)
+    jax.tree.map(np.testing.assert_array_equal, alone, noisy_rollouts(replicate, key))
+    # The noise is on, so a different key would have shown a different rollout.
+    assert not np.array_equal(alone.pos, noisy_rollouts(replicate, jax.random.key(4)).pos)
+
+
+def test_model_eqx_loads_with_plain_equinox_as_its_readme_says(results, capsys, tmp_path):
+    folder = tmp_path / "export"
+    assert run(capsys, "export", results / EXPERIMENT, folder, "--replicate", 1)[0] == 0
+    readme = (folder / "README.txt").read_text()
+    snippets = re.findall(r"((?:^    .*\n)+)", readme, flags=re.MULTILINE)
+    assert len(snippets) == 2
+    plain = {}
+    exec(textwrap.dedent(snippets[1]), plain)  # the README's own lines, followed literally
+    ensemble, _ = mf.load_ensemble(results / EXPERIMENT / "model")
+    replicate = mf.take_replicate(ensemble, 1)
+    assert jax.tree.structure(plain["model"]) == jax.tree.structure(replicate)
+    jax.tree.map(np.testing.assert_array_equal, plain["model"], replicate)
+    # Without the replicate axis: the recurrent weights are one matrix, not a stack.
+    assert plain["model"].network.readout.weight.ndim == 2
+    with_motorflow = {}
+    exec(textwrap.dedent(snippets[0]), with_motorflow)
+    assert eqx.tree_equal(with_motorflow["model"], plain["model"])
+
+
+def test_export_replaces_an_earlier_export_but_no_other_folder(results, capsys, tmp_path):
+    folder = tmp_path / "export"
+    assert run(capsys, "export", results / EXPERIMENT, folder, "--replicate", 0)[0] == 0
+    assert run(capsys, "export", results / EXPERIMENT, folder, "--replicate", 1)[0] == 0
+    assert mf.load_training_record(folder)["exported_from"]["replicate"] == 1
+    model = results / EXPERIMENT / "model"
+    before = sorted(p.relative_to(model) for p in model.rglob("*"))
+    code, _, err = run(capsys, "export", results / EXPERIMENT, model, "--replicate", 0)
+    assert code == 2 and "is not an exported model" in err
+    assert sorted(p.relative_to(model) for p in model.rglob("*")) == before
+    assert mf.n_replicates(mf.load_ensemble(model)[0]) == 2
+
+
+def test_schema_is_a_subcommand(capsys):
+    code, out, _ = run(capsys, "schema")
+    assert code == 0 and out.startswith("# Generated from motorflow's typed config")
+    assert yaml.safe_load(out) == mf.config_json_schema()
+
+
+def test_the_installed_command_runs(results):
+    script = Path(sys.executable).parent / "motorflow"
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "motorflow"]
+    done = subprocess.run(
+        [*command, "info", str(results / EXPERIMENT)],
+        capture_output=True,
+        text=True,
+        env=snakemake_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(replicate_blocks(done.stdout)) == [0, 1]
+
+
+def test_python_m_motorflow_is_the_same_command(results, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["motorflow", "info", str(results / "typo")])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("motorflow", run_name="__main__")
+    assert exit_.value.code == 2
+    assert "is not a trained experiment" in capsys.readouterr().err

@@ -1,0 +1,189 @@
+"""The hidden-state figures build from tiny datasets, show what they say, and survive NaN."""
+
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
+from matplotlib.figure import Figure
+from matplotlib.projections.polar import PolarAxes
+
+from motorflow._analysis._hidden_figures import (
+    plot_fixed_points,
+    plot_pca_trajectories,
+    plot_tuning,
+)
+from motorflow._analysis._pca import hidden_pca
+
+N_REP, N_TRIALS, N_STEPS, N_UNITS = 2, 4, 15, 5
+ANGLE = np.linspace(0, 2 * np.pi, N_TRIALS, endpoint=False)
+CONDITIONS = np.array(["unperturbed", "curl"], dtype=object)
+
+
+def states(*, nan_replicate: int | None = None) -> xr.Dataset:
+    rng = np.random.default_rng(0)
+    shape = (N_REP, len(CONDITIONS), N_TRIALS, N_STEPS, N_UNITS)
+    hidden = np.cumsum(rng.normal(size=shape), axis=3).astype(np.float32)
+    if nan_replicate is not None:
+        hidden[nan_replicate] = np.nan
+    return xr.Dataset(
+        {"hidden": (("replicate", "condition", "trial", "time", "unit"), hidden)},
+        coords={
+            "replicate": np.arange(N_REP),
+            "condition": CONDITIONS,
+            "trial": np.arange(N_TRIALS),
+            "time": np.arange(N_STEPS) * 0.01,
+            "unit": np.arange(N_UNITS),
+            "goal_angle": ("trial", ANGLE),
+        },
+        attrs={"conditions": '{"unperturbed": [], "curl": []}'},
+    )
+
+
+def fixed_points(stable: np.ndarray, *, nan_replicate: int | None = None) -> xr.Dataset:
+    """Points `(replicate, trial, start)`, every other start a duplicate (not distinct)."""
+    n_starts = stable.shape[-1]
+    points = np.random.default_rng(1).normal(size=(*stable.shape, N_UNITS))
+    converged = np.ones(stable.shape, bool)
+    if nan_replicate is not None:
+        points[nan_replicate] = np.nan
+        converged[nan_replicate] = False
+    distinct = np.broadcast_to(np.arange(n_starts) % 2 == 0, stable.shape) & converged
+    per_start = ("replicate", "trial", "start")
+    return xr.Dataset(
+        {
+            "fixed_point": ((*per_start, "unit"), points),
+            "converged": (per_start, converged),
+            "distinct": (per_start, distinct),
+            "stable": (per_start, stable & converged),
+        },
+        coords={"goal_angle": ("trial", ANGLE)},
+    )
+
+
+def render(fig: Figure):
+    """Draw `fig` for real (a bare `Figure`'s canvas draws nothing); returns the renderer."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def markers(fig: Figure, label: str) -> int:
+    (collection,) = [
+        c
+        for c in fig.axes[0].collections
+        if isinstance(c, PathCollection) and c.get_label() == label
+    ]
+    return len(collection.get_offsets())
+
+
+def test_pca_trajectories_have_a_panel_per_condition_and_a_path_per_trial():
+    pca = hidden_pca(states(), n_components=3)
+
+    fig = plot_pca_trajectories(pca, replicate=1, title="pca")
+
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == len(CONDITIONS)
+    for ax, condition in zip(panels, CONDITIONS):
+        assert len(ax.lines) == N_TRIALS
+        share = float(pca.explained_variance_ratio.sel(replicate=1, condition=condition, pc=1))
+        assert ax.get_xlabel() == f"PC1 ({100 * share:.1f}% of variance)"
+        assert ax.get_ylabel().startswith("PC2 (")
+        assert condition in ax.get_title()
+    assert "replicate 1" in fig.get_suptitle()
+
+
+def test_fixed_points_are_filled_when_stable_and_open_when_not_and_only_distinct_ones():
+    pca = hidden_pca(states(), n_components=2)
+    stable = np.zeros((N_REP, N_TRIALS, 6), bool)
+    stable[0, :, :2] = True  # distinct starts 0 (stable), 2 and 4 (unstable) per trial
+
+    fig = plot_fixed_points(fixed_points(stable), pca, replicate=0, title="fp")
+
+    assert markers(fig, "stable") == N_TRIALS
+    assert markers(fig, "unstable") == 2 * N_TRIALS
+    assert f"{3 * N_TRIALS} fixed points found, {N_TRIALS} stable" in fig.get_suptitle()
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "hidden trajectory",
+        "stable fixed point",
+        "unstable fixed point",
+    ]
+    # Outside the axes: the legend lies wholly below the panel.
+    renderer = render(fig)
+    assert legend.get_window_extent(renderer).y1 <= fig.axes[0].get_tightbbox(renderer).y0 + 1
+
+
+def test_fixed_points_project_with_the_pca_mean_and_loadings():
+    pca = hidden_pca(states(), n_components=2)
+    stable = np.ones((N_REP, N_TRIALS, 2), bool)
+    found = fixed_points(stable)
+
+    fig = plot_fixed_points(found, pca)
+
+    (collection,) = [c for c in fig.axes[0].collections if c.get_label() == "stable"]
+    one = pca.isel(replicate=0, condition=0)
+    points = found.fixed_point.isel(replicate=0, start=0).values
+    expected = (points - one["mean"].values) @ one.loading.values.T
+    np.testing.assert_allclose(collection.get_offsets(), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("replicate", [0, 1])
+def test_a_nan_replicate_draws_without_raising(replicate):
+    pca = hidden_pca(states(nan_replicate=1), n_components=2)
+    found = fixed_points(np.ones((N_REP, N_TRIALS, 2), bool), nan_replicate=1)
+
+    for fig in (
+        plot_pca_trajectories(pca, replicate=replicate),
+        plot_fixed_points(found, pca, replicate=replicate),
+    ):
+        render(fig)
+    if replicate == 1:
+        assert markers(fig, "stable") == 0
+        assert "0 fixed points found, 0 stable" in fig.get_suptitle()
+
+
+def tuning(*, nan_replicate: int | None = None) -> xr.Dataset:
+    rng = np.random.default_rng(2)
+    shape = (N_REP, len(CONDITIONS), N_UNITS)
+    data = {
+        "preferred_direction": rng.uniform(0, 2 * np.pi, shape),
+        "tuning_depth": rng.uniform(0, 1, shape),
+        "baseline": rng.normal(size=shape),
+        "r_squared": rng.uniform(0, 1, shape),
+    }
+    if nan_replicate is not None:
+        for values in data.values():
+            values[nan_replicate] = np.nan
+    dims = ("replicate", "condition", "unit")
+    return xr.Dataset(
+        {name: (dims, values) for name, values in data.items()},
+        coords={"condition": CONDITIONS},
+        attrs={"conditions": '{"unperturbed": [], "curl": []}'},
+    )
+
+
+@pytest.mark.parametrize("nan_replicate", [None, 0])
+def test_tuning_has_a_polar_histogram_per_condition_over_every_unit(nan_replicate):
+    fig = plot_tuning(tuning(nan_replicate=nan_replicate), title="tuning")
+
+    polar = [ax for ax in fig.axes if isinstance(ax, PolarAxes)]
+    flat = [ax for ax in fig.axes if not isinstance(ax, PolarAxes)]
+    assert len(polar) == len(CONDITIONS) and len(flat) == 1
+    n_units = N_UNITS * (N_REP if nan_replicate is None else N_REP - 1)
+    for ax in polar:
+        heights = [bar.get_height() for bar in ax.patches]
+        np.testing.assert_allclose(sum(heights), 1)  # fractions of the units
+    assert flat[0].get_xlabel().startswith("tuning depth")
+    assert flat[0].get_ylabel() == "fraction of units"
+    (legend,) = fig.legends
+    assert all(f"({n_units} units" in text.get_text() for text in legend.get_texts())
+    render(fig)
+
+
+def test_tuning_with_nothing_finite_says_so():
+    all_nan = tuning(nan_replicate=0).isel(replicate=[0])
+
+    fig = plot_tuning(all_nan)
+
+    assert all("no data" in [t.get_text() for t in ax.texts] for ax in fig.axes)

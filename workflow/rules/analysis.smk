@@ -1,0 +1,103 @@
+rule analysis:
+    """Hidden-state analyses of one experiment: PCA, fixed points and directional tuning."""
+    input:
+        # The model evaluated (the fixed points are the network's), its states, and the
+        # evaluation trials (the steady inputs of the fixed points).
+        model=evaluated_model,
+        eval=trials_store("eval"),
+        states=rules.evaluate.output.states,
+    output:
+        directory(f"{RESULTS}/{{experiment}}/analysis.zarr"),
+    log:
+        f"{RESULTS}/logs/analysis/{{experiment}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/analysis/{{experiment}}.tsv"
+    threads: stage_threads("analysis")
+    resources:
+        **job_resources("analysis"),
+    params:
+        **setting_params("analysis", "experiment"),
+    script:
+        "../scripts/analysis.py"
+
+
+rule analysis_figures:
+    """Hidden-state PCA trajectories, fixed points and preferred directions of one experiment."""
+    input:
+        analysis=rules.analysis.output[0],
+    output:
+        pca=report(
+            f"{RESULTS}/figures/{{experiment}}/pca.{EXT}",
+            caption="../report/pca.rst",
+            category="Hidden states",
+            subcategory="{experiment}",
+        ),
+        fixed_points=report(
+            f"{RESULTS}/figures/{{experiment}}/fixed_points.{EXT}",
+            caption="../report/fixed_points.rst",
+            category="Hidden states",
+            subcategory="{experiment}",
+        ),
+        tuning=report(
+            f"{RESULTS}/figures/{{experiment}}/tuning.{EXT}",
+            caption="../report/tuning.rst",
+            category="Hidden states",
+            subcategory="{experiment}",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/analysis-{{experiment}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("analysis_figures", "experiment"),
+        description=description,
+    script:
+        "../scripts/analysis_figures.py"
+
+
+rule summary:
+    """Means, bootstrap intervals and (paired) contrasts of every experiment's replicates."""
+    input:
+        histories=expand(rules.train.output.history, experiment=EXPERIMENTS),
+        metrics=expand(rules.evaluate.output.metrics, experiment=EXPERIMENTS),
+    output:
+        table=f"{RESULTS}/summary.csv",
+        store=directory(f"{RESULTS}/summary.zarr"),
+    log:
+        f"{RESULTS}/logs/summary.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("summary"),
+    script:
+        "../scripts/summary.py"
+
+
+rule sweep_figure:
+    """A sweep's metrics against its swept values, with replicates and intervals."""
+    input:
+        histories=lambda wildcards: expand(
+            rules.train.output.history, experiment=SWEEPS[wildcards.sweep]
+        ),
+        metrics=lambda wildcards: expand(
+            rules.evaluate.output.metrics, experiment=SWEEPS[wildcards.sweep]
+        ),
+        summary=rules.summary.output.store,
+    output:
+        report(
+            f"{RESULTS}/figures/sweep-{{sweep}}.{EXT}",
+            caption="../report/sweep.rst",
+            category="Sweeps",
+        ),
+    log:
+        f"{RESULTS}/logs/figures/sweep-{{sweep}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("sweep_figure", "sweep"),
+        description=lambda wildcards: descriptions(SWEEPS[wildcards.sweep]),
+    script:
+        "../scripts/sweep_figure.py"
