@@ -68,9 +68,12 @@ _IN_REACH = """
 
 # The result the content pane shows: the first <img> or <iframe> outside the menu
 # whose source is a result's data URI (the report's `results` global).
-_SHOWN = """
+_SHOWN = (
+    """
 () => {
-    const inReach = """ + _IN_REACH.strip() + """;
+    const inReach = """
+    + _IN_REACH.strip()
+    + """;
     for (const element of document.querySelectorAll("img, iframe")) {
         if (element.closest("nav")) continue;
         const source = element.getAttribute("src");
@@ -92,6 +95,7 @@ _SHOWN = """
     return null;
 }
 """
+)
 
 
 @dataclass(frozen=True)

@@ -542,6 +542,22 @@ CASES = {
         "protocols.noise.stages",
         ["[]", "non-empty"],
     ),
+    # learning rules
+    "an unknown learning rule": (
+        at("trainings.quick.learning", {"kind": "forward_mode"}),
+        "trainings.quick.learning.kind",
+        ["'forward_mode'", "'bptt'", "'truncated_bptt'"],
+    ),
+    "a window of no steps": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 0}),
+        "trainings.quick.learning.window",
+        ["0", ">= 1"],
+    ),
+    "a window for full backpropagation": (
+        at("trainings.quick.learning", {"window": 5}),
+        "trainings.quick.learning.window",
+        ["unknown key 'window'"],
+    ),
     # analyses, statistics and sweep figures
     "a drawn replicate no experiment has": (
         at("analysis.replicate", 2),

@@ -97,6 +97,17 @@ def check_kind_documented(config, registry, base) -> None:
     assert set(rows) <= set(config.to_dict()), f"{kind}: documents unknown keys"
 
 
+@pytest.mark.parametrize("kind", sorted(mf.LEARNING_RULES))
+def test_every_learning_rule_key_is_documented_with_its_default(kind):
+    config = mf.LEARNING_RULES[kind]().to_dict()
+    rows = table(f"#### `kind: {kind}`")
+    for key, value in config.items():
+        if key != "kind":
+            assert key in rows, f"learning rule {kind}: {key} is not documented"
+            assert yaml.safe_load(rows[key].strip("`")) == value, f"{kind}.{key}: {rows[key]}"
+    assert set(rows) <= set(config), f"learning rule {kind}: documents unknown keys"
+
+
 @pytest.mark.parametrize("kind", sorted(mf.PLANTS))
 def test_every_plant_key_is_documented_with_its_default(kind):
     check_kind_documented(mf.PLANTS[kind](), mf.PLANTS, mf.PlantConfig)

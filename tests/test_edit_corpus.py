@@ -191,6 +191,10 @@ CORPUS = {
         TRAIN,
     ),
     "gradient norms per term": (at("trainings.quick.gradient_norms", "per_term"), TRAIN),
+    "truncated backpropagation": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 5}),
+        TRAIN,
+    ),
     "a Hebbian rule": (
         at("trainings.quick.update_rules", [{"kind": "hebbian", "rate": 1e-3}]),
         TRAIN,

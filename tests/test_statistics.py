@@ -209,3 +209,24 @@ def test_replicate_values_takes_the_final_total_loss_and_trial_means_of_each_met
     assert list(without_conditions.condition.values) == [""]
     with pytest.raises(ValueError):
         replicate_values(history, metrics.isel(replicate=[0, 1]))
+
+
+def test_the_metrics_come_in_one_order_whatever_order_the_store_lists_them_in():
+    # A Zarr store read back lists its variables in no fixed order; the summary's
+    # `metric` coord, and so a rerun's summary.zarr, must not depend on it.
+    arrays = empty_history(["position"], n_batches=2, n_replicates=2, validation_steps=[0, 2])
+    history = history_dataset(arrays)
+    dims = ("replicate", "condition", "trial")
+    metrics = xr.Dataset(
+        {
+            name: (dims, np.ones((2, 2, 3)))
+            for name in ("onset_time", "endpoint_error", "peak_speed")
+        },
+        coords={"replicate": np.arange(2), "condition": CONDITIONS},
+    )
+    orders = [
+        list(replicate_values(history, metrics[list(names)]).data_vars)
+        for names in (metrics.data_vars, reversed(list(metrics.data_vars)))
+    ]
+    assert orders[0] == orders[1]
+    assert orders[0] == ["final_validation_loss", "endpoint_error", "peak_speed", "onset_time"]

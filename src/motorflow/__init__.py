@@ -79,6 +79,7 @@ from ._job_settings import (
     rule_params,
     setting_param,
 )
+from ._learning import BPTT, LEARNING_RULES, AbstractLearningRule, TruncatedBPTT
 from ._loop import ClosedLoop, Rollout
 from ._losses import loss_terms, total_loss
 from ._metrics import metrics_table, reach_metrics
@@ -166,7 +167,9 @@ from ._workflow_config import (
 )
 
 __all__ = [
+    "BPTT",
     "CONSTRAINTS",
+    "LEARNING_RULES",
     "PERTURBATIONS",
     "PLANTS",
     "SETTING_PARAM_PREFIX",
@@ -174,6 +177,7 @@ __all__ = [
     "UPDATE_RULES",
     "AbstractCell",
     "AbstractConstraint",
+    "AbstractLearningRule",
     "AbstractPerturbation",
     "AbstractPlant",
     "AbstractUpdateRule",
@@ -238,6 +242,7 @@ __all__ = [
     "TrainingPreempted",
     "TrialGeometry",
     "Trials",
+    "TruncatedBPTT",
     "TuningConfig",
     "TwoLinkArm",
     "UpdateRules",

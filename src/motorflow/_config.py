@@ -27,6 +27,7 @@ from ._constraints import AnyConstraint
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
+from ._learning import AnyLearningRule, BPTT
 from ._update_rules import AnyUpdateRule
 
 CELLS = ("gru", "rnn", "leaky")
@@ -193,7 +194,9 @@ class TrainConfig(Block):
     each replicate's loss gradient is recorded every batch, with `gradient_norms:
     per_term` also that of each loss term's (weighted) part, at an extra backward pass
     per term. With `tensorboard`, the run also writes TensorBoard event files
-    (:mod:`motorflow._tensorboard`).
+    (:mod:`motorflow._tensorboard`). `learning` (:mod:`motorflow._learning`) is how
+    the gradient the optimizer steps with is computed: backpropagation through the
+    whole rollout, or through at most a window of its steps.
     """
 
     key_hints: ClassVar[dict[str, str]] = {
@@ -211,6 +214,9 @@ class TrainConfig(Block):
         (), max_length=100, description="from given batches on, train other parts"
     )
     optimizer: OptimizerConfig = OptimizerConfig()
+    learning: AnyLearningRule = Field(
+        BPTT(), description="how the gradient is computed: bptt or truncated_bptt"
+    )
     loss: LossConfig = LossConfig()
     validation: BatchSchedule = BatchSchedule(every=100)
     on_divergence: Literal["stop", "isolate"] = Field(

@@ -26,14 +26,20 @@ class Targets(eqx.Module):
 
 
 def run_trial(
-    model: ClosedLoop, task: Task, trial: Trials, *, key: PRNGKeyArray
+    model: ClosedLoop,
+    task: Task,
+    trial: Trials,
+    *,
+    key: PRNGKeyArray,
+    gradient_window: int | None = None,
 ) -> tuple[Rollout, Targets]:
     """Roll out one trial (no leading dims); returns the rollout and its targets.
 
     The trial's perturbations become per-step effects (:func:`total_effects`): forces
     and feedback offsets go to the loop, goal displacements to the task's inputs and
     to the returned goal, which the loss and the metrics measure against. A trial
-    without perturbations runs exactly as before they existed.
+    without perturbations runs exactly as before they existed. `gradient_window`
+    truncates the gradient through the rollout (see :meth:`ClosedLoop.rollout`).
     """
     n_steps = task.n_steps
     if trial.perturbations:
@@ -46,13 +52,27 @@ def run_trial(
         effects = None
         goal = jnp.broadcast_to(trial.goal_pos, (n_steps, trial.goal_pos.shape[-1]))
     rollout = model.rollout(
-        trial.init_pos, trial.init_vel, task.inputs(trial, goal), key=key, effects=effects
+        trial.init_pos,
+        trial.init_vel,
+        task.inputs(trial, goal),
+        key=key,
+        effects=effects,
+        gradient_window=gradient_window,
     )
     return rollout, Targets(goal, task.hold(trial))
 
 
 def run_trials(
-    model: ClosedLoop, task: Task, trials: Trials, keys: PRNGKeyArray
+    model: ClosedLoop,
+    task: Task,
+    trials: Trials,
+    keys: PRNGKeyArray,
+    *,
+    gradient_window: int | None = None,
 ) -> tuple[Rollout, Targets]:
     """:func:`run_trial` over the leading trial dim of `trials`, trial i with ``keys[i]``."""
-    return jax.vmap(lambda trial, key: run_trial(model, task, trial, key=key))(trials, keys)
+
+    def one(trial, key):
+        return run_trial(model, task, trial, key=key, gradient_window=gradient_window)
+
+    return jax.vmap(one)(trials, keys)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree
 
 from ._feedback import FeedbackChannel
 from ._network import Network
@@ -67,6 +67,7 @@ class ClosedLoop(eqx.Module):
         *,
         key: PRNGKeyArray,
         effects: Effects | None = None,
+        gradient_window: int | None = None,
     ) -> Rollout:
         """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`).
 
@@ -75,6 +76,11 @@ class ClosedLoop(eqx.Module):
         force follows the velocity within the step's sub-steps), and an offset is added
         to the sensed position before the feedback delay. Goal displacements are the
         caller's: they change `task_input`.
+
+        With `gradient_window` w, no gradient flows back into the loop's state (plant,
+        feedback queue, hidden state) at steps w, 2w, ...: what happens at a step
+        depends differentiably on at most the w steps before it (truncated
+        backpropagation through time). The forward values are unchanged.
         """
         state = self.plant.init(init_pos, init_vel)
         queue = self.feedback.init(self._observe(state))
@@ -87,8 +93,10 @@ class ClosedLoop(eqx.Module):
             per_step = (effects.force, effects.curl, effects.feedback)
 
         def one_step(carry, xs):
+            task_in, step_key, perturbed, t = xs
+            if gradient_window is not None:
+                carry = _cut_gradient_at(t % gradient_window == 0, carry)
             state, queue, hidden = carry
-            task_in, step_key, perturbed = xs
             feedback_key, network_key = jax.random.split(step_key)
             observed = self._observe(state)
             if perturbed is None:
@@ -125,8 +133,16 @@ class ClosedLoop(eqx.Module):
             return (state, queue, hidden), record
 
         keys = jax.random.split(key, n_steps)
-        _, states = jax.lax.scan(one_step, (state, queue, hidden), (task_input, keys, per_step))
+        steps = jnp.arange(n_steps)
+        _, states = jax.lax.scan(
+            one_step, (state, queue, hidden), (task_input, keys, per_step, steps)
+        )
         return states
 
     def _observe(self, state: PyTree) -> Float[Array, 4]:
         return jnp.concatenate(self.plant.effector(state))
+
+
+def _cut_gradient_at(cut: Bool[Array, ""], carry: PyTree) -> PyTree:
+    """`carry` with no gradient flowing back through it where `cut` (same values)."""
+    return jax.tree.map(lambda x: jnp.where(cut, jax.lax.stop_gradient(x), x), carry)

@@ -201,12 +201,24 @@ class Trainer:
         """The ensemble with `params` in place of its trainable arrays."""
         return eqx.combine(params, self.frozen, self.static)
 
-    def _replicate_loss(self, params, frozen, trials: Trials, key, *, states: bool = False):
+    def _replicate_loss(
+        self,
+        params,
+        frozen,
+        trials: Trials,
+        key,
+        *,
+        states: bool = False,
+        gradient_window: int | None = None,
+    ):
         """The total loss and (aux) the terms, and with `states` the rollouts' hidden
-        states and outputs."""
+        states and outputs; `gradient_window` truncates the gradient through the
+        rollouts (the learning rule's)."""
         model = eqx.combine(params, frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
-        rollouts, targets = run_trials(model, self.task, trials, keys)
+        rollouts, targets = run_trials(
+            model, self.task, trials, keys, gradient_window=gradient_window
+        )
         terms = loss_terms(self.config.loss, rollouts, targets)
         aux = (terms, (rollouts.hidden, rollouts.output)) if states else terms
         return total_loss(self.config.loss, terms), aux
@@ -224,8 +236,10 @@ class Trainer:
         names = list(self.config.loss.terms)
         weights = jnp.asarray([term.weight for term in self.config.loss.terms.values()])
 
+        window = self.config.learning.gradient_window()
+
         def weighted(params):
-            _, terms = self._replicate_loss(params, frozen, trials, key)
+            _, terms = self._replicate_loss(params, frozen, trials, key, gradient_window=window)
             return weights * jnp.stack([terms[name] for name in names])
 
         values, pullback = jax.vjp(weighted, params)
@@ -241,9 +255,17 @@ class Trainer:
 
         def one(params, opt_state, fixed, trials, key, healthy, batch, rule_flags):
             frozen, prepared = fixed
-            (total, aux), grads = jax.value_and_grad(self._replicate_loss, has_aux=True)(
-                params, frozen, trials, key, states=bool(self.rules)
-            )
+            def loss(params, *, gradient_window):
+                return self._replicate_loss(
+                    params,
+                    frozen,
+                    trials,
+                    key,
+                    states=bool(self.rules),
+                    gradient_window=gradient_window,
+                )
+
+            (total, aux), grads = self.config.learning.value_and_grad(loss, params)
             terms, (hidden, output) = aux if self.rules else (aux, (None, None))
             trained_in = self._trained_in(batch)
             new_params, new_opt_state = self.optimizer.step(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+
 def _principal_components(
     samples: np.ndarray, n_components: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -13,6 +13,8 @@ import pandas as pd
 import xarray as xr
 from jaxtyping import Array, ArrayLike, Int, PRNGKeyArray, UInt
 
+from .._metrics import METRIC_UNITS
+
 FINAL_LOSS = "final_validation_loss"
 # The condition of a number measured once per replicate, not per evaluation condition.
 NO_CONDITION = ""
@@ -67,7 +69,11 @@ def replicate_values(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
     averaged = averaged.transpose("replicate", "condition", ...)
     # Replicates must match one to one; an outer join would silently pad with NaN.
     final, averaged = xr.align(final, averaged, join="exact")
-    values = xr.Dataset({FINAL_LOSS: final}).merge(averaged)
+    # A store read back lists its variables in no fixed order: put them in the metrics'
+    # own, so the summary's `metric` coord is the same however the stores were read.
+    order = {name: index for index, name in enumerate(METRIC_UNITS)}
+    names = sorted(averaged.data_vars, key=lambda name: (order.get(name, len(order)), name))
+    values = xr.Dataset({FINAL_LOSS: final}).merge(averaged[names])
     if "diverged_at" in history.variables:
         values = values.assign_coords(diverged_at=history.diverged_at.reset_coords(drop=True))
     values.attrs = {"validation_step": validation_step}
