@@ -112,7 +112,14 @@ def test_bad_configs_name_the_key_path(edit, path, words):
 
 
 @pytest.mark.parametrize(
-    "name", ["config.yaml", "feedbax-tutorial.yaml", "arms.yaml", "curl-field-adaptation.yaml"]
+    "name",
+    [
+        "config.yaml",
+        "feedbax-tutorial.yaml",
+        "arms.yaml",
+        "curl-field-adaptation.yaml",
+        "learning-rules.yaml",
+    ],
 )
 def test_shipped_configs_are_valid(name):
     config = mf.load_config_file(REPO / "config" / name)

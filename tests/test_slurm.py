@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+import xarray as xr
 from workflow_helpers import (
+    EXPERIMENT_STORES,
     REPO,
     assert_same_results,
     make_workdir,
@@ -25,6 +27,8 @@ from workflow_helpers import (
     snakemake_env,
     tiny_config,
 )
+
+import motorflow as mf
 
 CLUSTER = REPO / "tests" / "slurm" / "local-cluster.sh"
 # Short: slurmd keeps Unix sockets in its spool folder (paths of at most 108 bytes).
@@ -86,7 +90,7 @@ def slurm_config() -> dict:
     # Every job fits the 2-core test node, so the jobs never wait for each other's cores.
     config["resources"] = {
         stage: {"threads": 1, "mem_mb": 1000, "runtime": 10}
-        for stage in ("trials", "train", "evaluate", "figures")
+        for stage in ("trials", "train", "evaluate", "analysis", "figures")
     }
     return config
 
@@ -103,9 +107,10 @@ def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_p
         found = re.search(r"SLURM job (\d+)", log.read_text())
         assert found, f"{log} does not name a SLURM job: the job did not run under sbatch"
         job_ids[log.relative_to(cluster / "results/logs").as_posix()] = found.group(1)
-    # trials, train, evaluate, the experiment's figures and the comparison figure
-    assert len(job_ids) == 5, job_ids
-    assert len(set(job_ids.values())) == 5, f"jobs share a SLURM job: {job_ids}"
+    # trials, train, evaluate, analysis, the experiment's figures and its analysis
+    # figures, the summary and the comparison figure
+    assert len(job_ids) == 8, job_ids
+    assert len(set(job_ids.values())) == 8, f"jobs share a SLURM job: {job_ids}"
     for log, job_id in job_ids.items():
         record = subprocess.run(
             ["scontrol", "show", "job", job_id],
@@ -115,8 +120,12 @@ def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_p
         )
         assert "JobState=COMPLETED" in record.stdout, f"{log}: {record.stdout}{record.stderr}"
 
-    assert_same_results(local, cluster, ["quiet"])
-    for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed"):
+    assert_same_results(local, cluster, ["quiet"], (*EXPERIMENT_STORES, "analysis.zarr"))
+    xr.testing.assert_identical(
+        mf.open_dataset(local / "results/summary.zarr"),
+        mf.open_dataset(cluster / "results/summary.zarr"),
+    )
+    for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed", "quiet/pca"):
         assert (cluster / f"results/figures/{figure}.png").stat().st_size > 0
 
 

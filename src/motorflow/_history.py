@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 import xarray as xr
 
 from ._evaluate import COMPONENTS
+from ._run_record import named_arrays
 from ._store import trial_variables
 from ._task import Trials
 
@@ -158,3 +160,46 @@ def _trial_snapshots(trials: Trials, steps: np.ndarray, n_replicates: int) -> xr
     snapshot = xr.Dataset(variables, coords={"trials_batch": index, "component": COMPONENTS})
     order = ("trials_batch", "replicate", "trial", ...)
     return snapshot.transpose(*order).rename({n: f"trials.{n}" for n in snapshot.data_vars})
+
+
+def _step_index(history: History, steps: str, batch: int) -> int:
+    """Where `batch` is among the history's `steps` (``validation_step``, ``snapshot_step``)."""
+    return int(np.searchsorted(history[steps], batch))
+
+
+def record_validation(history: History, batch: int, validation: Mapping[str, Any]) -> None:
+    """Copy the validation losses per term (after `batch` batches) into `history`."""
+    index = _step_index(history, "validation_step", batch)
+    for name, value in validation.items():
+        history["validation"][name][index] = value
+
+
+def validation_at(history: History, batch: int) -> dict[str, np.ndarray]:
+    """The validation losses per term recorded after `batch` batches."""
+    index = _step_index(history, "validation_step", batch)
+    return {name: values[index] for name, values in history["validation"].items()}
+
+
+def record_batches(history: History, start: int, stop: int, records: Any) -> None:
+    """Copy the records of batches ``start:stop`` (a training chunk's `BatchRecords`:
+    ``loss``, ``grad_norm`` per term and ``learning_rate``) into `history`."""
+    for name, value in records.loss.items():
+        history["loss"][name][start:stop] = value
+    for name, value in records.grad_norm.items():
+        history["grad_norm"][name][start:stop] = value
+    history["learning_rate"][start:stop] = records.learning_rate
+
+
+def record_snapshot(history: History, batch: int, params: Any) -> None:
+    """Copy `params` (after `batch` batches) into the history's snapshots."""
+    index = _step_index(history, "snapshot_step", batch)
+    for name, value in named_arrays(params).items():
+        history["snapshot"][name][index] = np.asarray(value)
+
+
+def record_status(history: History, diverged_at: Any, best_batch: Any, best_loss: Any) -> None:
+    """Copy the replicates' divergence and best-validation status into `history`."""
+    history["diverged_at"][:] = np.asarray(diverged_at)
+    history["best_batch"][:] = np.asarray(best_batch)
+    best = np.asarray(best_loss)
+    history["best_validation_loss"][:] = np.where(np.isfinite(best), best, np.nan)

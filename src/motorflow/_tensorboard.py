@@ -16,8 +16,10 @@ interrupted run wrote past its checkpoint and shows each step once.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +90,30 @@ class TensorBoardLog:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+
+
+class _NoTensorBoard:
+    """Stands in for a :class:`TensorBoardLog` when none is written."""
+
+    def start(self, first_batch: int) -> None:
+        pass
+
+    def batches(self, start: int, records: Any) -> None:
+        pass
+
+    def validation(self, batch: int, losses: dict[str, np.ndarray]) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def open_tensorboard(directory: str | Path | None) -> Iterator[TensorBoardLog | _NoTensorBoard]:
+    """The run's TensorBoard log in `directory` (None: a log that writes nothing),
+    closed however the run ends."""
+    if directory is None:
+        yield _NoTensorBoard()
+        return
+    board = TensorBoardLog(directory)
+    try:
+        yield board
+    finally:
+        board.close()

@@ -29,7 +29,15 @@ from ._divergence import HEALTHY, DivergencePolicy, all_finite, keep_where
 from ._ensemble import n_replicates
 from ._episode import run_trials
 from ._faults import kill_point
-from ._history import History, empty_history
+from ._history import (
+    History,
+    empty_history,
+    record_batches,
+    record_snapshot,
+    record_status,
+    record_validation,
+    validation_at,
+)
 from ._identity import code_version, json_digest, tree_digest
 from ._losses import loss_terms, total_loss
 from ._optim import LeafOptimizer
@@ -39,12 +47,11 @@ from ._run_record import (
     StepTimer,
     describe_record,
     environment,
-    named_arrays,
     parameter_table,
 )
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
-from ._tensorboard import TensorBoardLog
+from ._tensorboard import open_tensorboard
 from ._trainable import either, learning_rate_scales, trained_subsets
 from ._update_rules import UpdateRules
 
@@ -578,7 +585,7 @@ def train(
             state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
         losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
         state = trainer.keep_best(state, jnp.asarray(losses["total"]), batch)
-        _record_validation(history, batch, losses)
+        record_validation(history, batch, losses)
         board.validation(batch, losses)
         return state, losses
 
@@ -586,14 +593,14 @@ def train(
         StepTimer() as timer,
         PreemptionWatch() as preemption,
         _closing(checkpoints),
-        _board(tensorboard_dir) as board,
+        open_tensorboard(tensorboard_dir) as board,
     ):
         done, state, history = _resume(checkpoints, state, history, config)
         board.start(done)
         if done and plan.validates_at(done):
             # The new event file supersedes the old ones from `done` on, this
             # validation included: write it again, from the restored history.
-            board.validation(done, _validation_at(history, done))
+            board.validation(done, validation_at(history, done))
         record["resumed_from_batch"] = done
         logger.info("Run record:\n%s", describe_record(record))
         logger.info(
@@ -606,9 +613,9 @@ def train(
         rate = _Rate(done)
         if done == 0:
             state, _ = validated(state, 0)
-            _record_status(history, state)
+            record_status(history, state.diverged_at, state.best_batch, state.best_loss)
             if plan.snapshots_at(0):
-                _record_snapshot(history, 0, state.params)
+                record_snapshot(history, 0, state.params)
         bar = tqdm(
             total=config.n_batches,
             initial=done,
@@ -633,11 +640,11 @@ def train(
                 if plan.validates_at(stop):
                     new_state, val_losses = validated(new_state, stop)
                 state = new_state
-                _record_batches(history, start, stop, records)
+                record_batches(history, start, stop, records)
                 board.batches(start, records)
-                _record_status(history, state)
+                record_status(history, state.diverged_at, state.best_batch, state.best_loss)
                 if plan.snapshots_at(stop):
-                    _record_snapshot(history, stop, state.params)
+                    record_snapshot(history, stop, state.params)
                 bar.update(stop - start)
                 bar.set_postfix(loss=f"{np.nanmean(losses['total'][-1]):.3g}")
                 if plan.logs_at(stop):
@@ -711,32 +718,6 @@ class _Rate:
         rate = (done - self._done) / max(now - self._time, 1e-9)
         self._time, self._done = now, done
         return rate
-
-
-class _NoBoard:
-    """Stands in for a :class:`TensorBoardLog` when none is written."""
-
-    def start(self, first_batch: int) -> None:
-        pass
-
-    def batches(self, start: int, records: BatchRecords) -> None:
-        pass
-
-    def validation(self, batch: int, losses: dict[str, np.ndarray]) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _board(directory: str | Path | None) -> Iterator[TensorBoardLog | _NoBoard]:
-    """The run's TensorBoard log in `directory` (None: none), closed however the run ends."""
-    if directory is None:
-        yield _NoBoard()
-        return
-    board = TensorBoardLog(directory)
-    try:
-        yield board
-    finally:
-        board.close()
 
 
 @contextlib.contextmanager
@@ -831,44 +812,9 @@ def _chunk_inputs(
     return jax.tree.map(batches, trials), index, index < stop, flags
 
 
-def _record_validation(history: History, batch: int, validation: dict[str, np.ndarray]) -> None:
-    index = int(np.searchsorted(history["validation_step"], batch))
-    for name, value in validation.items():
-        history["validation"][name][index] = value
-
-
-def _validation_at(history: History, batch: int) -> dict[str, np.ndarray]:
-    index = int(np.searchsorted(history["validation_step"], batch))
-    return {name: values[index] for name, values in history["validation"].items()}
-
-
 def _first(records: BatchRecords, n: int) -> BatchRecords:
     """The records of a compiled call's first `n` batches (the rest were skipped)."""
     return jax.tree.map(lambda x: np.asarray(x)[:n], records)
-
-
-def _record_batches(history: History, start: int, stop: int, records: BatchRecords) -> None:
-    """Copy the records of batches ``start:stop`` into `history`."""
-    for name, value in records.loss.items():
-        history["loss"][name][start:stop] = value
-    for name, value in records.grad_norm.items():
-        history["grad_norm"][name][start:stop] = value
-    history["learning_rate"][start:stop] = records.learning_rate
-
-
-def _record_snapshot(history: History, batch: int, params: Any) -> None:
-    """Copy `params` (after `batch` batches) into the history's snapshots."""
-    index = int(np.searchsorted(history["snapshot_step"], batch))
-    for name, value in named_arrays(params).items():
-        history["snapshot"][name][index] = np.asarray(value)
-
-
-def _record_status(history: History, state: TrainState) -> None:
-    """Copy the replicates' divergence and best-validation status into `history`."""
-    history["diverged_at"][:] = np.asarray(state.diverged_at)
-    history["best_batch"][:] = np.asarray(state.best_batch)
-    best = np.asarray(state.best_loss)
-    history["best_validation_loss"][:] = np.where(np.isfinite(best), best, np.nan)
 
 
 def _resume_hint(checkpoints: Checkpoints | None) -> str:
