@@ -14,36 +14,14 @@ import argparse
 import statistics
 
 import jax
-import jax.numpy as jnp
-import numpy as np
-from training_controls import timed
-
-import motorflow as mf
+from training_controls import setup, timed
 
 # replicates, trials per batch, steps, hidden units, batches per compiled call
 DEFAULT_SIZE = (5, 64, 60, 32, 20)
 
 
 def trainer_for(learning: dict):
-    n_replicates, batch_size, n_steps, hidden, per_call = DEFAULT_SIZE
-    model = mf.ModelConfig.from_dict({"network": {"hidden_size": hidden}, "feedback": {"delay": 2}})
-    task = mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps}))
-    config = mf.TrainConfig.from_dict(
-        {
-            "n_replicates": n_replicates,
-            "batch_size": batch_size,
-            "n_batches": per_call,
-            "learning": learning,
-        }
-    )
-    keys = jax.random.split(jax.random.key(0), 3)
-    ensemble = mf.make_ensemble(model, n_replicates=n_replicates, n_task_inputs=2, key=keys[0])
-    trials = task.training_trials(
-        keys[1], n_replicates=n_replicates, n_batches=per_call, batch_size=batch_size
-    )
-    chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x), 0, 1)), trials)
-    trainer = mf.Trainer(ensemble, task, config)
-    return trainer, trainer.init(keys[2]), chunk, jnp.arange(per_call)
+    return setup(DEFAULT_SIZE, model={"feedback": {"delay": 2}}, learning=learning)
 
 
 def main() -> None:

@@ -34,9 +34,15 @@ SIZES = {
 }
 
 
-def setup(size: str, **train):
-    n_replicates, batch_size, n_steps, hidden, per_call = SIZES[size]
-    model = mf.ModelConfig.from_dict({"network": {"hidden_size": hidden, "hidden_noise_std": 0.01}})
+def setup(size: str | tuple[int, ...], *, model: dict | None = None, **train):
+    """A trainer of `size` (a name of `SIZES`, or such a tuple), its initial state, a
+    chunk of trials `(batch, replicate, trial, ...)` and the chunk's batch indices.
+    `model` replaces the model's settings (default: hidden noise 0.01)."""
+    n_replicates, batch_size, n_steps, hidden, per_call = SIZES.get(size, size)
+    model_settings = model or {"network": {"hidden_noise_std": 0.01}}
+    model_settings = {**model_settings, "network": {**model_settings.get("network", {})}}
+    model_settings["network"]["hidden_size"] = hidden
+    model = mf.ModelConfig.from_dict(model_settings)
     task = mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps}))
     config = mf.TrainConfig.from_dict(
         {"n_replicates": n_replicates, "batch_size": batch_size, "n_batches": per_call, **train}
