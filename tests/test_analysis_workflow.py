@@ -101,10 +101,7 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
             mf.open_dataset(tmp_path / f"{name}.zarr"),
         )
     mf.summary_stage(
-        {
-            name: [experiments[name].seed, experiments[name].train.n_replicates]
-            for name in EXPERIMENTS
-        },
+        {name: experiments[name].seed for name in EXPERIMENTS},
         history_paths=[results / name / "history.zarr" for name in EXPERIMENTS],
         metrics_paths=[results / name / "metrics.zarr" for name in EXPERIMENTS],
         table_path=tmp_path / "summary.csv",

@@ -1,5 +1,6 @@
 """motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox."""
 
+from ._analysis._comparison_figure import plot_comparison
 from ._analysis._config import (
     AnalysisConfig,
     FixedPointsConfig,
@@ -54,7 +55,6 @@ from ._feedback import FeedbackChannel
 from ._figures import (
     diverged_replicates,
     plot_arm_postures,
-    plot_comparison,
     plot_loss_history,
     plot_protocol,
     plot_speed_profiles,

@@ -11,6 +11,7 @@ from typing import Any
 import jax
 import xarray as xr
 
+from ._analysis._comparison_figure import plot_comparison
 from ._analysis._config import AnalysisConfig, StatisticsConfig
 from ._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
 from ._analysis._hidden_figures import plot_fixed_points, plot_pca_trajectories, plot_tuning
@@ -19,9 +20,8 @@ from ._analysis._tuning import directional_tuning
 from ._analysis._statistics import replicate_values, summarise, summary_table
 from ._analysis._sweep_figures import plot_sweep
 from ._experiments import Experiment, experiment_keys
-from ._figures import plot_comparison
 from ._io import load_ensemble
-from ._stages import _save_figure, _write_csv
+from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset
 from ._task import Task
 
@@ -99,15 +99,15 @@ def analysis_figures(
             f"{analysis.sizes['replicate']} replicates (0 to {analysis.sizes['replicate'] - 1})"
         )
     dpi = options["dpi"]
-    _save_figure(
+    save_figure(
         plot_pca_trajectories(analysis, replicate=replicate, title=title), pca_path, dpi=dpi
     )
-    _save_figure(
+    save_figure(
         plot_fixed_points(analysis, analysis, replicate=replicate, title=title),
         fixed_points_path,
         dpi=dpi,
     )
-    _save_figure(plot_tuning(analysis, title=title), tuning_path, dpi=dpi)
+    save_figure(plot_tuning(analysis, title=title), tuning_path, dpi=dpi)
 
 
 def _replicate_values(
@@ -120,7 +120,7 @@ def _replicate_values(
 
 
 def summary_stage(
-    pairing: Mapping[str, Sequence[int]],
+    seeds: Mapping[str, int],
     *,
     history_paths: Sequence[Path],
     metrics_paths: Sequence[Path],
@@ -131,18 +131,19 @@ def summary_stage(
     """Every experiment's mean and bootstrap interval per metric, and the contrasts
     between experiments (paired where they share a seed and a replicate count).
 
-    `pairing` maps each experiment, in order, to its ``[seed, n_replicates]``.
+    `seeds` maps each experiment, in order, to its seed (`summarise` pairs those that
+    share one and their replicate count).
     """
-    values = _replicate_values(history_paths, metrics_paths, list(pairing))
+    values = _replicate_values(history_paths, metrics_paths, list(seeds))
     summary = summarise(
         values,
-        {name: seed for name, (seed, _) in pairing.items()},
+        dict(seeds),
         key=jax.random.key(statistics.seed),
         n_resamples=statistics.n_resamples,
         confidence=statistics.confidence,
     )
     write_dataset(summary, store_path)
-    _write_csv(summary_table(summary), table_path)
+    write_csv(summary_table(summary), table_path)
 
 
 def comparison_figure(
@@ -158,7 +159,7 @@ def comparison_figure(
     the summary's means, intervals and contrasts."""
     values = _replicate_values(history_paths, metrics_paths, experiments)
     figure = plot_comparison(values, open_dataset(summary_path))
-    _save_figure(figure, output_path, dpi=options["dpi"])
+    save_figure(figure, output_path, dpi=options["dpi"])
 
 
 def sweep_figure(
@@ -178,4 +179,4 @@ def sweep_figure(
     figure = plot_sweep(
         values, dict(points), open_dataset(summary_path), metrics=list(metrics), title=title
     )
-    _save_figure(figure, figure_path, dpi=options["dpi"])
+    save_figure(figure, figure_path, dpi=options["dpi"])

@@ -14,8 +14,6 @@ from typing import Any
 import equinox as eqx
 import jax
 import numpy as np
-import pandas as pd
-from matplotlib.figure import Figure
 
 from ._checkpoint import CheckpointStore
 from ._config import TaskConfig
@@ -39,6 +37,7 @@ from ._io import (
     save_ensemble,
 )
 from ._metrics import metrics_table, reach_metrics
+from ._outputs import save_figure, write_csv
 from ._store import (
     center_out_dataset,
     json_attrs,
@@ -250,24 +249,7 @@ def evaluate_experiment(
         metrics = metrics.where(metrics.diverged_at == -1)
     write_dataset(metrics, metrics_path)
     table_path = Path(table_path)
-    _write_csv(metrics_table(metrics), table_path)
-
-
-def _write_csv(table: pd.DataFrame, path: str | Path) -> None:
-    """Write `table` to `path` atomically (a temporary sibling renamed into place)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
-    logger.info("Wrote %s", path)
-
-
-def _save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    figure.savefig(tmp, dpi=dpi, bbox_inches="tight")
-    tmp.replace(path)
-    logger.info("Wrote %s", path)
+    write_csv(metrics_table(metrics), table_path)
 
 
 def experiment_figures(
@@ -284,13 +266,13 @@ def experiment_figures(
     history = open_dataset(history_path)
     states = read_states(states_path)
     dpi = options["dpi"]
-    _save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi)
-    _save_figure(
+    save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi)
+    save_figure(
         plot_trajectories(states, max_replicates=options["max_replicates"], title=title),
         trajectories_path,
         dpi=dpi,
     )
-    _save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
+    save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
 
 
 def arm_figure(
@@ -298,7 +280,7 @@ def arm_figure(
 ) -> None:
     """The arm's postures during the center-out reaches of one experiment (arm plants)."""
     figure = plot_arm_postures(read_states(states_path), title=title)
-    _save_figure(figure, figure_path, dpi=options["dpi"])
+    save_figure(figure, figure_path, dpi=options["dpi"])
 
 
 def protocol_figure(
@@ -317,5 +299,5 @@ def protocol_figure(
         {name: open_dataset(path) for name, path in zip(stages, metrics_paths, strict=True)},
         metric=metric,
     )
-    _save_figure(plot_protocol(summary, title=title), figure_path, dpi=options["dpi"])
-    _write_csv(summary.to_dataframe().reset_index(), table_path)
+    save_figure(plot_protocol(summary, title=title), figure_path, dpi=options["dpi"])
+    write_csv(summary.to_dataframe().reset_index(), table_path)

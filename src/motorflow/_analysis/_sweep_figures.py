@@ -12,13 +12,8 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import (
-    _log_scale_if_possible,
-    _metric_label,
-    _replicate_column,
-    _shown_condition,
-    _suptitle,
-)
+from .._figures import _log_scale_if_possible, _suptitle
+from ._comparison_figure import _metric_label, _replicate_column, _shown_condition
 
 # Replicates of a point are spread over this fraction of the gap between grid values,
 # and the groups' spreads side by side over `_GROUP_SPREAD`: enough to tell the dots
