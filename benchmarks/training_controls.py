@@ -54,7 +54,8 @@ def setup(size: str | tuple[int, ...], *, model: dict | None = None, **train):
     )
     chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x), 0, 1)), trials)
     trainer = mf.Trainer(ensemble, task, config)
-    return trainer, trainer.init(keys[2]), chunk, jnp.arange(per_call)
+    state = trainer.init(keys[2], learning_key=jax.random.fold_in(keys[2], 3))
+    return trainer, state, chunk, jnp.arange(per_call)
 
 
 def plain_chunk(trainer: mf.Trainer):
@@ -67,7 +68,7 @@ def plain_chunk(trainer: mf.Trainer):
 
         def body(carry, xs):
             batch_trials, batch = xs
-            params, opt_state, losses, _ = trainer._update(
+            params, opt_state, learning_state, losses, _ = trainer._update(
                 *carry,
                 fixed,
                 batch_trials,
@@ -76,12 +77,17 @@ def plain_chunk(trainer: mf.Trainer):
                 batch,
                 jnp.zeros(0, bool),
             )
-            return (params, opt_state), losses
+            return (params, opt_state, learning_state), losses
 
-        (params, opt_state), losses = jax.lax.scan(
-            body, (state.params, state.opt_state), (trials, batch_index)
+        carry = (state.params, state.opt_state, state.learning_state)
+        carry, losses = jax.lax.scan(body, carry, (trials, batch_index))
+        replaced = eqx.tree_at(
+            lambda s: (s.params, s.opt_state, s.learning_state),
+            state,
+            carry,
+            is_leaf=lambda x: x is None,
         )
-        return eqx.tree_at(lambda s: (s.params, s.opt_state), state, (params, opt_state)), losses
+        return replaced, losses
 
     return run
 

@@ -558,6 +558,65 @@ CASES = {
         "trainings.quick.learning.window",
         ["unknown key 'window'"],
     ),
+    "e-prop for a GRU": (
+        at("trainings.quick.learning", {"kind": "eprop"}),
+        "experiments.quiet.training.learning",
+        ["e-prop", "not a gru cell", "rnn or leaky"],
+    ),
+    "an unknown e-prop feedback": (
+        at("trainings.quick.learning", {"kind": "eprop", "feedback": "transposed"}),
+        "trainings.quick.learning.feedback",
+        ["'transposed'", "'random'", "'symmetric'"],
+    ),
+    "a negative trace clip": (
+        at("trainings.quick.learning", {"kind": "eprop", "trace_clip": -1.0}),
+        "trainings.quick.learning.trace_clip",
+        ["-1", "> 0"],
+    ),
+    "per-term norms of e-prop": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                learning={"kind": "eprop"}, gradient_norms="per_term"
+            ),
+        ),
+        "experiments.quiet.training.gradient_norms",
+        ["eprop", "gradient_norms: total"],
+    ),
+    "rls training the whole network": (
+        at("trainings.quick.learning", {"kind": "rls"}),
+        "experiments.quiet.training.learning",
+        ["trains the readout only", "trainable: [network.readout]"],
+    ),
+    "rls on muscles": (
+        lambda config: (
+            # A muscle arm long enough to reach the whole tiny workspace.
+            config["models"]["small"].update(
+                plant={
+                    "kind": "muscle_arm",
+                    "upper_arm_length": 2.0,
+                    "forearm_length": 2.0,
+                    "joint_limits_deg": None,
+                    "shoulder_pos": [0.0, -2.0],
+                }
+            ),
+            config["trainings"]["quick"].update(
+                trainable=["network.readout"], learning={"kind": "rls"}
+            ),
+        ),
+        "experiments.quiet.training.learning",
+        ["forces or torques", "point_mass, arm"],
+    ),
+    "rls without regularization": (
+        at("trainings.quick.learning", {"kind": "rls", "regularization": 0}),
+        "trainings.quick.learning.regularization",
+        ["0", "> 0"],
+    ),
+    "a reach of no time": (
+        at("trainings.quick.learning", {"kind": "rls", "movement_time": 0}),
+        "trainings.quick.learning.movement_time",
+        ["0", "> 0"],
+    ),
     # analyses, statistics and sweep figures
     "a drawn replicate no experiment has": (
         at("analysis.replicate", 2),

@@ -195,6 +195,34 @@ CORPUS = {
         at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 5}),
         TRAIN,
     ),
+    "e-prop with random feedback": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                learning={"kind": "eprop", "trace_clip": 10.0, "replace_non_finite": True}
+            ),
+        ),
+        TRAIN,
+    ),
+    "e-prop with symmetric feedback": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="rnn"),
+            config["trainings"]["quick"].update(
+                learning={"kind": "eprop", "feedback": "symmetric", "feedback_scale": 2.0}
+            ),
+        ),
+        TRAIN,
+    ),
+    "recursive least squares on the readout": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                trainable=["network.readout"],
+                learning={"kind": "rls", "regularization": 2.0, "movement_time": 0.3},
+            ),
+        ),
+        TRAIN,
+    ),
     "a Hebbian rule": (
         at("trainings.quick.update_rules", [{"kind": "hebbian", "rate": 1e-3}]),
         TRAIN,
@@ -314,11 +342,16 @@ def test_a_sweeps_metrics_and_grid_change_only_what_they_draw():
     # A grid value added: the new point's jobs, the summary, and the sweep's figure.
     after = copy.deepcopy(before)
     after["sweeps"]["lr"]["grid"]["seed"] = [3, 4]
-    assert changed_jobs(before, after) == jobs(*EXPERIMENT_JOBS, experiments=["lr-seed4"]) | {
-        "trials:*",
-        "comparison_figure:",
-        "sweep_figure:lr",
-    } | SUMMARY
+    assert (
+        changed_jobs(before, after)
+        == jobs(*EXPERIMENT_JOBS, experiments=["lr-seed4"])
+        | {
+            "trials:*",
+            "comparison_figure:",
+            "sweep_figure:lr",
+        }
+        | SUMMARY
+    )
 
 
 def delayed_reaches() -> dict:

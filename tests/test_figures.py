@@ -389,6 +389,8 @@ def test_comparison_survives_zero_and_nan_values(tmp_path):
     fig = plot_comparison(values, summarise(values, {}, key=jax.random.key(0)))
     assert panels(fig)[0].get_yscale() == "symlog"
     assert_saves(fig, tmp_path / "comparison.png")
+
+
 def test_figures_draw_a_row_per_condition_labelled_with_its_perturbation(states):
     conditions = {"unperturbed": [], "curl_cw": [mf.CurlField(direction="cw").to_dict()]}
     two = xr.concat(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,7 +10,9 @@ import pytest
 from conftest import assert_trees_equal, tiny_model_config, tiny_task
 
 import motorflow as mf
-from motorflow._learning import LEARNING_RULES, TruncatedBPTT
+from motorflow._ensemble import take_replicate
+from motorflow._episode import run_trials
+from motorflow._learning import LEARNING_RULES, TruncatedBPTT, target_outputs
 
 N_STEPS = 12
 
@@ -76,8 +79,18 @@ class Interrupt(Exception):
     pass
 
 
-def test_truncated_training_resumes_bitwise(tiny, tmp_path):
-    setup = tiny(n_batches=20, learning={"kind": "truncated_bptt", "window": 3})
+RULES = {
+    "truncated_bptt": ({}, {"learning": {"kind": "truncated_bptt", "window": 3}}),
+    "eprop": ({"cell": "leaky"}, {"learning": {"kind": "eprop", "trace_clip": 5.0}}),
+    "eprop_symmetric": ({"cell": "rnn"}, {"learning": {"kind": "eprop", "feedback": "symmetric"}}),
+    "rls": ({"cell": "leaky"}, {"learning": {"kind": "rls"}, "trainable": ["network.readout"]}),
+}
+
+
+@pytest.mark.parametrize("rule", list(RULES))
+def test_training_with_each_rule_resumes_bitwise(tiny, tmp_path, rule):
+    network, overrides = RULES[rule]
+    setup = tiny(network=network, n_batches=20, **overrides)
     uninterrupted = setup.train()
 
     def interrupt_at_10(done, history):
@@ -91,8 +104,82 @@ def test_truncated_training_resumes_bitwise(tiny, tmp_path):
     assert_trees_equal(uninterrupted.history, resumed.history)
 
 
+def test_eprop_lowers_the_loss(tiny):
+    network, overrides = RULES["eprop"]
+    result = tiny(network=network, n_batches=40, **overrides).train()
+    loss = result.history["loss"]["total"]
+    assert np.all(np.mean(loss[-5:], axis=0) < np.mean(loss[:5], axis=0))
+
+
+def _target_error(setup, ensemble) -> np.ndarray:
+    """Per replicate, the mean squared distance of the outputs to RLS's targets."""
+    rule = setup.config.learning
+    trials = jax.tree.map(lambda x: x[0, 0], setup.trials)
+    keys = jax.random.split(jax.random.key(9), trials.init_pos.shape[0])
+
+    def one(model):
+        rollouts, _ = run_trials(model, setup.task, trials, keys)
+        targets = jax.vmap(
+            lambda trial: target_outputs(model, trial, setup.task.n_steps, rule.movement_time)
+        )(trials)
+        return jnp.mean((rollouts.output - targets) ** 2)
+
+    return np.asarray(eqx.filter_vmap(one)(ensemble))
+
+
+def test_rls_brings_the_outputs_toward_their_targets(tiny):
+    network, overrides = RULES["rls"]
+    setup = tiny(network=network, n_batches=40, **overrides)
+    result = setup.train()
+    assert np.all(_target_error(setup, result.ensemble) < _target_error(setup, setup.ensemble))
+
+
+def test_an_rls_step_sets_the_readout_to_the_ridge_fit_of_its_batch(tiny):
+    network, overrides = RULES["rls"]
+    setup = tiny(network=network, n_batches=1, **overrides)
+    rule = setup.config.learning
+    trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
+    params = take_replicate(trainer.initial_params, 0)
+    batch = trainer.replicate_batch(
+        params,
+        take_replicate(trainer.frozen, 0),
+        jax.tree.map(lambda x: x[0, 0], setup.trials),
+        jax.random.key(1),
+    )
+    state = rule.init(batch.model, key=None)
+    (_, (_, rollouts)), _, state = rule.value_and_grad(batch, params, state, states=True)
+    model, _ = rule.apply(batch, batch.model, state, rollouts)
+    hidden = np.asarray(rollouts.hidden).reshape(-1, 8)
+    features = np.concatenate([hidden, np.ones((len(hidden), 1))], axis=1)
+    targets = jax.vmap(
+        lambda trial: target_outputs(batch.model, trial, setup.task.n_steps, rule.movement_time)
+    )(batch.trials)
+    readout = batch.model.network.readout
+    start = np.concatenate([readout.weight.T, readout.bias[None]], axis=0)
+    normal = features.T @ features + rule.regularization * np.eye(9)
+    rhs = features.T @ np.asarray(targets).reshape(-1, 2) + rule.regularization * start
+    ridge = np.linalg.solve(normal, rhs)
+    found = np.concatenate([model.network.readout.weight.T, model.network.readout.bias[None]])
+    np.testing.assert_allclose(found, ridge, rtol=2e-3, atol=2e-3 * np.abs(ridge).max())
+
+
+def test_rls_sets_the_readout_and_leaves_the_rest(tiny):
+    network, overrides = RULES["rls"]
+    setup = tiny(network=network, n_batches=5, **overrides)
+    result = setup.train()
+    before, after = setup.ensemble.network, result.ensemble.network
+    assert not np.array_equal(before.readout.weight, after.readout.weight)
+    assert_trees_equal(before.cell, after.cell)
+    # The information matrix of [hidden; 1] per replicate: I plus the samples' outer
+    # products (5 batches of 8 trials x 12 steps), the last entry counting them.
+    information = np.asarray(result.state.learning_state["information"])
+    assert information.shape == (3, 9, 9)
+    np.testing.assert_allclose(information[:, -1, -1], 1 + 5 * 8 * 12)
+    assert np.all(np.linalg.eigvalsh(information) >= 1 - 1e-4)
+
+
 def test_the_registry_names_every_rule_and_configs_pick_them_by_kind():
-    assert set(LEARNING_RULES) == {"bptt", "truncated_bptt"}
+    assert set(LEARNING_RULES) == {"bptt", "truncated_bptt", "eprop", "rls"}
     config = mf.TrainConfig.from_dict({"learning": {"kind": "truncated_bptt", "window": 7}})
     assert config.learning == TruncatedBPTT(window=7)
     assert mf.TrainConfig().learning.kind == "bptt"

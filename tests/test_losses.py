@@ -14,6 +14,7 @@ def make_rollout(n_trials=2, n_steps=4, hidden=3):
         hidden=jnp.full((n_trials, n_steps, hidden), 0.5),
         output=jnp.full((n_trials, n_steps, 2), 3.0),
         feedback=jnp.zeros((n_trials, n_steps, 4)),
+        network_input=jnp.zeros((n_trials, n_steps, 6)),
         plant={},
     )
 

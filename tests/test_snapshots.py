@@ -68,7 +68,7 @@ def batch_gradients(setup, trainer, batch=0):
         trials = jax.tree.map(lambda x: x[r, batch], setup.trials)
 
         def part(params, name):
-            total, terms = trainer._replicate_loss(params, frozen, trials, keys[r])
+            total, (terms, _) = trainer._replicate_loss(params, frozen, trials, keys[r])
             return total if name == "total" else weights[name] * terms[name]
 
         return {name: jax.grad(part)(params, name) for name in ["total", *weights]}

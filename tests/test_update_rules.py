@@ -25,8 +25,8 @@ def first_batch_states(setup, trainer, state, r):
     params = jax.tree.map(lambda x: x[r], state.params)
     frozen = jax.tree.map(lambda x: x[r], trainer.frozen)
     trials = jax.tree.map(lambda x: x[r, 0], setup.trials)
-    _, (_, (hidden, output)) = trainer._replicate_loss(params, frozen, trials, key, states=True)
-    return np.asarray(hidden, np.float64), np.asarray(output, np.float64)
+    _, (_, rollouts) = trainer._replicate_loss(params, frozen, trials, key, states=True)
+    return np.asarray(rollouts.hidden, np.float64), np.asarray(rollouts.output, np.float64)
 
 
 def mean_outer(post, pre):

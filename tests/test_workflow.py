@@ -275,9 +275,7 @@ def test_editing_one_experiments_task_override_leaves_the_other_alone(finished):
     config["experiments"]["noisy"]["override"]["task"] = {"n_steps": 16}
     write_config(finished, config, "edited.yaml")
     jobs = planned_jobs(finished, "--configfile", "edited.yaml")
-    assert {job for job in jobs if job[0] != "trials"} == (
-        experiment_jobs("noisy") | ACROSS
-    )
+    assert {job for job in jobs if job[0] != "trials"} == (experiment_jobs("noisy") | ACROSS)
     assert sum(rule == "trials" for rule, _ in jobs) == 1
 
 

@@ -38,12 +38,12 @@ from ._config import (
 )
 from ._config_file import load_config_file
 from ._constraints import CONSTRAINTS, AbstractConstraint, Constraints
+from ._describe import describe_experiment
 from ._devices import claim_gpus, use_devices, visible_gpus
 from ._divergence import NonFiniteLossError
 from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
 from ._episode import Targets, run_trial, run_trials
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
-from ._describe import describe_experiment
 from ._experiments import (
     Experiment,
     experiment_keys,
@@ -79,7 +79,7 @@ from ._job_settings import (
     rule_params,
     setting_param,
 )
-from ._learning import BPTT, LEARNING_RULES, AbstractLearningRule, TruncatedBPTT
+from ._learning import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EProp, TruncatedBPTT
 from ._loop import ClosedLoop, Rollout
 from ._losses import loss_terms, total_loss
 from ._metrics import metrics_table, reach_metrics
@@ -172,6 +172,7 @@ __all__ = [
     "LEARNING_RULES",
     "PERTURBATIONS",
     "PLANTS",
+    "RLS",
     "SETTING_PARAM_PREFIX",
     "TASKS",
     "UPDATE_RULES",
@@ -196,6 +197,7 @@ __all__ = [
     "Constraints",
     "CurlField",
     "DelayedReachConfig",
+    "EProp",
     "Effects",
     "EvaluationConfig",
     "Experiment",

@@ -20,6 +20,8 @@ class AbstractCell(eqx.Module):
     """One recurrent update ``hidden' = f(input, hidden)``."""
 
     hidden_size: eqx.AbstractVar[int]
+    # The config's name of the cell (``model.network.cell``).
+    KIND: ClassVar[str]
     # Where the recurrent weight matrix `[post, pre]` is, for weight constraints
     # (motorflow._constraints); None: no single such matrix (a GRU's gates).
     RECURRENT_WEIGHT: ClassVar[str | None] = None
@@ -46,6 +48,7 @@ class GRUCell(AbstractCell):
     # Rows (reset, update, candidate) x hidden of the recurrent weights; rules change
     # the candidate activation's block, as feedbax's HebbianGRUUpdate.
     PLASTIC_WEIGHT: ClassVar[str] = "gru.weight_hh"
+    KIND: ClassVar[str] = "gru"
 
     def plastic_rows(self):
         return 2 * self.hidden_size, 3 * self.hidden_size
@@ -74,6 +77,7 @@ class VanillaCell(AbstractCell):
     hidden_size: int = eqx.field(static=True)
     RECURRENT_WEIGHT: ClassVar[str | None] = "weight_rec"
     PLASTIC_WEIGHT: ClassVar[str] = "weight_rec"
+    KIND: ClassVar[str] = "rnn"
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         bound = 1.0 / math.sqrt(hidden_size)
@@ -99,6 +103,7 @@ class LeakyCell(AbstractCell):
     hidden_size: int = eqx.field(static=True)
     RECURRENT_WEIGHT: ClassVar[str | None] = "rnn.weight_rec"
     PLASTIC_WEIGHT: ClassVar[str] = "rnn.weight_rec"
+    KIND: ClassVar[str] = "leaky"
 
     def __init__(
         self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray

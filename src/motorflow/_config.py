@@ -24,10 +24,10 @@ from ._config_base import (
     plain,
 )
 from ._constraints import AnyConstraint
+from ._learning import BPTT, AnyLearningRule
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
-from ._learning import AnyLearningRule, BPTT
 from ._update_rules import AnyUpdateRule
 
 CELLS = ("gru", "rnn", "leaky")
@@ -289,12 +289,24 @@ class TrainConfig(Block):
 
 
 def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str = "") -> None:
-    """Weight constraints need a cell with one recurrent weight matrix (not a GRU's gates)."""
+    """Weight constraints need a cell with one recurrent weight matrix (not a GRU's
+    gates); the learning rule must suit the cell, the plant and the trained parts."""
     if train.constraints and model.network.cell == "gru":
         raise ConfigError(
             f"{path}.training.constraints" if path else "training.constraints",
             "weight constraints act on a recurrent weight matrix, which the gru cell "
             "does not have (its gates each have one); use model network.cell rnn or leaky",
+        )
+    problem = train.learning.check_model(
+        model.network.cell, model.plant.build(), train.trained_paths
+    )
+    if problem is not None:
+        raise ConfigError(f"{path}.training.learning" if path else "training.learning", problem)
+    if train.gradient_norms == "per_term" and not train.learning.exact_gradient:
+        raise ConfigError(
+            f"{path}.training.gradient_norms" if path else "training.gradient_norms",
+            f"per-term norms are those of the loss's gradient, which {train.learning.kind} "
+            "does not follow; use gradient_norms: total",
         )
 
 

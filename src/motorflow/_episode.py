@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from ._loop import ClosedLoop, Rollout
+from ._loop import ClosedLoop, Probe, Rollout
 from ._perturb import TrialGeometry, total_effects
 from ._task import Task, Trials
 
@@ -32,6 +32,7 @@ def run_trial(
     *,
     key: PRNGKeyArray,
     gradient_window: int | None = None,
+    probe: Probe | None = None,
 ) -> tuple[Rollout, Targets]:
     """Roll out one trial (no leading dims); returns the rollout and its targets.
 
@@ -39,7 +40,8 @@ def run_trial(
     and feedback offsets go to the loop, goal displacements to the task's inputs and
     to the returned goal, which the loss and the metrics measure against. A trial
     without perturbations runs exactly as before they existed. `gradient_window`
-    truncates the gradient through the rollout (see :meth:`ClosedLoop.rollout`).
+    truncates the gradient through the rollout and a `probe` cuts the network out of
+    it (see :meth:`ClosedLoop.rollout`).
     """
     n_steps = task.n_steps
     if trial.perturbations:
@@ -58,6 +60,7 @@ def run_trial(
         key=key,
         effects=effects,
         gradient_window=gradient_window,
+        probe=probe,
     )
     return rollout, Targets(goal, task.hold(trial))
 
@@ -69,10 +72,12 @@ def run_trials(
     keys: PRNGKeyArray,
     *,
     gradient_window: int | None = None,
+    probe: Probe | None = None,
 ) -> tuple[Rollout, Targets]:
-    """:func:`run_trial` over the leading trial dim of `trials`, trial i with ``keys[i]``."""
+    """:func:`run_trial` over the leading trial dim of `trials`, trial i with ``keys[i]``
+    (and the `probe` with leading trial dim, if any)."""
 
-    def one(trial, key):
-        return run_trial(model, task, trial, key=key, gradient_window=gradient_window)
+    def one(trial, key, probe):
+        return run_trial(model, task, trial, key=key, gradient_window=gradient_window, probe=probe)
 
-    return jax.vmap(one)(trials, keys)
+    return jax.vmap(one)(trials, keys, probe)

@@ -65,13 +65,16 @@ def job_settings(
             settings[("arm_figure", name)] = dict(figures)
         # The steady inputs of the fixed points come from the task; the starts' key
         # from the seed.
-        settings[("analysis", name)] = flatten_settings(
-            {
-                "analysis": analysis,
-                "task": experiment.task.to_dict(),
-                "seed": experiment.seed,
-            }
-        ) | code
+        settings[("analysis", name)] = (
+            flatten_settings(
+                {
+                    "analysis": analysis,
+                    "task": experiment.task.to_dict(),
+                    "seed": experiment.seed,
+                }
+            )
+            | code
+        )
         settings[("analysis_figures", name)] = {**figures, "analysis.replicate": replicate}
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
     # Experiments that share a seed and a replicate count are paired.

@@ -30,7 +30,27 @@ class Rollout(eqx.Module):
     hidden: Float[Array, "time hidden"]
     output: Float[Array, "time control"]
     feedback: Float[Array, "time 4"]
+    network_input: Float[Array, "time input"]
     plant: dict[str, Array]
+
+
+class Probe(eqx.Module):
+    """Zero signals added to a rollout's network output and recorded hidden state; the
+    loss's gradient with respect to them is the learning signal of local rules
+    (:mod:`motorflow._learning`'s e-prop).
+
+    A rollout run with a probe cuts the network out of the gradient: no gradient
+    flows through the hidden state carried to the next step, nor through the
+    feedback and task input the network sees. So the gradient of the loss with
+    respect to `output[t]` is how the loss depends on the output at step t through
+    the plant alone (its later states, and the controls the loss scores), and that
+    with respect to `hidden[t]` is the loss's direct dependence on the recorded
+    hidden state (an activity penalty). The forward values are those of the plain
+    rollout.
+    """
+
+    output: Float[Array, "time control"]
+    hidden: Float[Array, "time hidden"]
 
 
 class ClosedLoop(eqx.Module):
@@ -68,6 +88,7 @@ class ClosedLoop(eqx.Module):
         key: PRNGKeyArray,
         effects: Effects | None = None,
         gradient_window: int | None = None,
+        probe: Probe | None = None,
     ) -> Rollout:
         """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`).
 
@@ -81,6 +102,9 @@ class ClosedLoop(eqx.Module):
         feedback queue, hidden state) at steps w, 2w, ...: what happens at a step
         depends differentiably on at most the w steps before it (truncated
         backpropagation through time). The forward values are unchanged.
+
+        With a `probe`, the network is cut out of the gradient and the probe's signals
+        are added to its output and recorded hidden state (see :class:`Probe`).
         """
         state = self.plant.init(init_pos, init_vel)
         queue = self.feedback.init(self._observe(state))
@@ -93,7 +117,7 @@ class ClosedLoop(eqx.Module):
             per_step = (effects.force, effects.curl, effects.feedback)
 
         def one_step(carry, xs):
-            task_in, step_key, perturbed, t = xs
+            task_in, step_key, perturbed, t, probed = xs
             if gradient_window is not None:
                 carry = _cut_gradient_at(t % gradient_window == 0, carry)
             state, queue, hidden = carry
@@ -109,16 +133,28 @@ class ClosedLoop(eqx.Module):
                     return endpoint_force(force, curl, vel)
 
             queue, seen = self.feedback(queue, observed, key=feedback_key)
-            hidden, output = self.network(jnp.concatenate([task_in, seen]), hidden, key=network_key)
+            network_input = jnp.concatenate([task_in, seen])
+            if probed is None:
+                hidden, output = self.network(network_input, hidden, key=network_key)
+                recorded_hidden = hidden
+            else:
+                hidden, output = self.network(
+                    jax.lax.stop_gradient(network_input),
+                    jax.lax.stop_gradient(hidden),
+                    key=network_key,
+                )
+                output = output + probed.output
+                recorded_hidden = hidden + probed.hidden
             control = self.control(output)
             pos, vel = self.plant.effector(state)
             record = Rollout(
                 pos=pos,
                 vel=vel,
                 control=control,
-                hidden=hidden,
+                hidden=recorded_hidden,
                 output=output,
                 feedback=seen,
+                network_input=network_input,
                 plant=self.plant.record(state),
             )
             state = step(
@@ -135,7 +171,7 @@ class ClosedLoop(eqx.Module):
         keys = jax.random.split(key, n_steps)
         steps = jnp.arange(n_steps)
         _, states = jax.lax.scan(
-            one_step, (state, queue, hidden), (task_input, keys, per_step, steps)
+            one_step, (state, queue, hidden), (task_input, keys, per_step, steps, probe)
         )
         return states
 

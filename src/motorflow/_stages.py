@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import equinox as eqx
-import jax
 import numpy as np
 
 from ._checkpoint import CheckpointStore
@@ -129,7 +128,7 @@ def train_experiment(
         if not experiment.reset_optimizer:
             # Only the optimizer state's shapes are read: any constraint key serves.
             trainer = Trainer(ensemble, task, experiment.train, constraint_key=keys["train"])
-            like = jax.eval_shape(trainer.init, keys["train"])
+            like = eqx.filter_eval_shape(trainer.init, keys["train"], learning_key=keys["train"])
             opt_state = load_optimizer_state(init_path, like.opt_state)
     store = CheckpointStore(checkpoint_dir)
     identity = run_id(

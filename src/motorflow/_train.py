@@ -26,7 +26,7 @@ from ._checkpoint import Checkpoints, CheckpointStore
 from ._config import TrainConfig
 from ._constraints import Constraints
 from ._divergence import HEALTHY, DivergencePolicy, all_finite, keep_where
-from ._ensemble import n_replicates
+from ._ensemble import n_replicates, take_replicate
 from ._episode import run_trials
 from ._faults import kill_point
 from ._history import (
@@ -39,6 +39,7 @@ from ._history import (
     validation_at,
 )
 from ._identity import code_version, json_digest, tree_digest
+from ._learning import Batch
 from ._losses import loss_terms, total_loss
 from ._optim import LeafOptimizer
 from ._plan import TrainingPlan
@@ -52,7 +53,7 @@ from ._run_record import (
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
 from ._tensorboard import open_tensorboard
-from ._trainable import either, learning_rate_scales, trained_subsets
+from ._trainable import either, learning_rate_scales, trainable_filter, trained_subsets
 from ._update_rules import UpdateRules
 
 logger = logging.getLogger("motorflow")
@@ -73,10 +74,13 @@ class TrainState(eqx.Module):
     - `best_params`, `best_loss`, `best_batch`: per replicate, the parameters with the
       lowest validation loss so far (the first of equals), that loss and the batch
       count it was measured after (-1 before the first validation).
+    - `learning_state`: the learning rule's own state, one per replicate (random
+      feedback weights, inverse correlation matrices; None for backpropagation).
     """
 
     params: Any
     opt_state: Any
+    learning_state: Any
     step: Int[Array, ""]
     key: PRNGKeyArray
     diverged_at: Int[Array, " replicate"]
@@ -158,11 +162,24 @@ class Trainer:
         )
         ensemble = self.constraints.apply_ensemble(ensemble)
         self.rules = UpdateRules(config.update_rules, ensemble)
-        # The stages' trainable subsets; the parameters are every array the optimizer
-        # or an update rule changes.
-        subsets = trained_subsets(ensemble, config)
+        self.learning = config.learning
+        # One replicate's model, shapes only.
+        self.template = eqx.filter_eval_shape(take_replicate, ensemble, 0)
+        problem = self.learning.check_model(
+            self.template.network.cell.KIND, self.template.plant, config.trained_paths
+        )
+        if problem is not None:
+            raise ValueError(f"train.learning ({self.learning.kind}): {problem}")
+        # The stages' trainable subsets; the parameters are every array the optimizer,
+        # an update rule or the learning rule changes. The optimizer leaves the
+        # learning rule's own arrays alone.
+        owned = trainable_filter(ensemble, self.learning.owned(self.template), "train.learning")
+        subsets = [
+            (start, jax.tree.map(lambda s, o: s and not o, subset, owned))
+            for start, subset in trained_subsets(ensemble, config)
+        ]
         optimized = either([subset for _, subset in subsets])
-        changed_by_rules = self.rules.targets(ensemble)
+        changed_by_rules = either([self.rules.targets(ensemble), owned])
         selected = self.selected = either([optimized, changed_by_rules])
         params, rest = eqx.partition(ensemble, selected)
         self.stage_starts = jnp.asarray([start for start, _ in subsets], jnp.int32)
@@ -190,12 +207,20 @@ class Trainer:
         self.validate = jax.jit(self._validate)
         self.keep_best = jax.jit(_keep_best)
 
-    def init(self, key: PRNGKeyArray) -> TrainState:
-        """The state before the first batch; `key` seeds the per-batch noise."""
+    def init(self, key: PRNGKeyArray, *, learning_key: PRNGKeyArray | None = None) -> TrainState:
+        """The state before the first batch; `key` seeds the per-batch noise and
+        `learning_key` the learning rule's state (random feedback weights)."""
         per_replicate = (self.n_replicates,)
+        keys = None if learning_key is None else jax.random.split(learning_key, self.n_replicates)
+        ensemble = self.ensemble(self.initial_params)
+        learning_state = eqx.filter_vmap(
+            lambda model, key: self.learning.init(model, key=key),
+            in_axes=(0, None if keys is None else 0),
+        )(ensemble, keys)
         return TrainState(
             params=self.initial_params,
             opt_state=jax.vmap(self.optimizer.init)(self.initial_params),
+            learning_state=learning_state,
             step=jnp.asarray(0, jnp.int32),
             key=key,
             diverged_at=jnp.full(per_replicate, HEALTHY, jnp.int32),
@@ -217,18 +242,28 @@ class Trainer:
         *,
         states: bool = False,
         gradient_window: int | None = None,
+        probe=None,
     ):
-        """The total loss and (aux) the terms, and with `states` the rollouts' hidden
-        states and outputs; `gradient_window` truncates the gradient through the
-        rollouts (the learning rule's)."""
+        """The total loss and (aux) the terms and, with `states`, the rollouts (else
+        None); `gradient_window` truncates the gradient through the rollouts and a
+        `probe` cuts the network out of it (the learning rule's, see
+        :meth:`ClosedLoop.rollout`)."""
         model = eqx.combine(params, frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
         rollouts, targets = run_trials(
-            model, self.task, trials, keys, gradient_window=gradient_window
+            model, self.task, trials, keys, gradient_window=gradient_window, probe=probe
         )
         terms = loss_terms(self.config.loss, rollouts, targets)
-        aux = (terms, (rollouts.hidden, rollouts.output)) if states else terms
-        return total_loss(self.config.loss, terms), aux
+        return total_loss(self.config.loss, terms), (terms, rollouts if states else None)
+
+    def replicate_batch(self, params, frozen, trials: Trials, key: PRNGKeyArray) -> Batch:
+        """What the learning rule sees of one replicate's batch: its loss as a function
+        of `params` (with noise from `key`), its model, the task and the `trials`."""
+
+        def loss(params, **options):
+            return self._replicate_loss(params, frozen, trials, key, **options)
+
+        return Batch(loss, eqx.combine(params, frozen, self.static), self.task, trials)
 
     def _trained_in(self, batch: Int[Array, ""]) -> Any:
         """Per parameter array, whether the optimizer trains it in `batch` (its stage's
@@ -246,7 +281,9 @@ class Trainer:
         window = self.config.learning.gradient_window()
 
         def weighted(params):
-            _, terms = self._replicate_loss(params, frozen, trials, key, gradient_window=window)
+            _, (terms, _) = self._replicate_loss(
+                params, frozen, trials, key, gradient_window=window
+            )
             return weights * jnp.stack([terms[name] for name in names])
 
         values, pullback = jax.vjp(weighted, params)
@@ -254,26 +291,31 @@ class Trainer:
         norms = jax.vmap(lambda g: self.optimizer.gradient_norm(g, trained_in))(grads)
         return dict(zip(names, norms, strict=True))
 
-    def _update(self, params, opt_state, fixed, trials: Trials, key, healthy, batch, rule_flags):
+    def _update(
+        self,
+        params,
+        opt_state,
+        learning_state,
+        fixed,
+        trials: Trials,
+        key,
+        healthy,
+        batch,
+        rule_flags,
+    ):
         """One batch's update of every replicate; a replicate not `healthy`, or whose
-        loss or new parameters are not finite, keeps its parameters and optimizer
-        state. Returns those, the losses and gradient norms (NaN where not healthy) and
-        whether each replicate's update was kept."""
+        loss or new parameters are not finite, keeps its parameters, optimizer and
+        learning-rule state. Returns those, the losses and gradient norms (NaN where not
+        healthy) and whether each replicate's update was kept."""
+        learning = self.learning
 
-        def one(params, opt_state, fixed, trials, key, healthy, batch, rule_flags):
+        def one(params, opt_state, learning_state, fixed, trials, key, healthy, batch, rule_flags):
             frozen, prepared = fixed
-            def loss(params, *, gradient_window):
-                return self._replicate_loss(
-                    params,
-                    frozen,
-                    trials,
-                    key,
-                    states=bool(self.rules),
-                    gradient_window=gradient_window,
-                )
 
-            (total, aux), grads = self.config.learning.value_and_grad(loss, params)
-            terms, (hidden, output) = aux if self.rules else (aux, (None, None))
+            problem = self.replicate_batch(params, frozen, trials, key)
+            (total, (terms, rollouts)), grads, new_learning_state = learning.value_and_grad(
+                problem, params, learning_state, states=bool(self.rules)
+            )
             trained_in = self._trained_in(batch)
             new_params, new_opt_state = self.optimizer.step(
                 grads, opt_state, params, batch, trained_in
@@ -281,10 +323,13 @@ class Trainer:
             norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
             if self.config.gradient_norms == "per_term":
                 norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
-            if self.rules or self.constraints:
+            if self.rules or self.constraints or learning.owned(self.template):
                 model = eqx.combine(new_params, frozen, self.static)
+                model, new_learning_state = learning.apply(
+                    problem, model, new_learning_state, rollouts
+                )
                 if self.rules:
-                    model = self.rules.apply(model, hidden, output, rule_flags)
+                    model = self.rules.apply(model, rollouts.hidden, rollouts.output, rule_flags)
                 if self.constraints:
                     model = self.constraints.apply(model, prepared)
                 new_params = eqx.filter(model, self.selected)
@@ -295,9 +340,13 @@ class Trainer:
             # stopping run finds a non-finite loss among the recorded ones.
             watched = (losses, new_params) if self.isolate else new_params
             ok = healthy & all_finite(watched)
-            params, opt_state = keep_where(ok, (new_params, new_opt_state), (params, opt_state))
+            params, opt_state, learning_state = keep_where(
+                ok,
+                (new_params, new_opt_state, new_learning_state),
+                (params, opt_state, learning_state),
+            )
             records = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), (losses, norms))
-            return params, opt_state, records, ok
+            return params, opt_state, learning_state, records, ok
 
         keys = self.layout.spread(jax.random.split(key, self.n_replicates))
         shared = self.config.shared_trials
@@ -308,18 +357,38 @@ class Trainer:
         # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
         # (2.4x at the tutorial size), and its arithmetic does not depend on how many
         # replicates share a device, so a sharded run is bitwise-identical to one device.
-        def local(params, opt_state, fixed, trials, keys, healthy, batch, rule_flags):
+        def local(
+            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
+        ):
             def replicate(xs):
-                params, opt_state, fixed, key, healthy, *own = xs
+                params, opt_state, learning_state, fixed, key, healthy, *own = xs
                 trials_here = own[0] if own else trials
-                return one(params, opt_state, fixed, trials_here, key, healthy, batch, rule_flags)
+                return one(
+                    params,
+                    opt_state,
+                    learning_state,
+                    fixed,
+                    trials_here,
+                    key,
+                    healthy,
+                    batch,
+                    rule_flags,
+                )
 
-            xs = (params, opt_state, fixed, keys, healthy, *(() if shared else (trials,)))
+            xs = (
+                params,
+                opt_state,
+                learning_state,
+                fixed,
+                keys,
+                healthy,
+                *(() if shared else (trials,)),
+            )
             return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
 
-        replicated = (3, 6, 7) if shared else (6, 7)
+        replicated = (4, 7, 8) if shared else (7, 8)
         return self.layout.per_device(local, replicated_args=replicated)(
-            params, opt_state, fixed, trials, keys, healthy, batch, rule_flags
+            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
         )
 
     def _chunk(
@@ -349,11 +418,12 @@ class Trainer:
             rule_flags = jnp.ones((*batch_index.shape, len(self.rules.rules)), bool)
 
         def step(carry, batch_trials, batch, flags):
-            params, opt_state, diverged_at = carry
+            params, opt_state, learning_state, diverged_at = carry
             healthy = diverged_at == HEALTHY
-            params, opt_state, (losses, norms), ok = self._update(
+            params, opt_state, learning_state, (losses, norms), ok = self._update(
                 params,
                 opt_state,
+                learning_state,
                 fixed,
                 batch_trials,
                 jax.random.fold_in(state.key, batch),
@@ -362,7 +432,7 @@ class Trainer:
                 flags,
             )
             diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
-            return (params, opt_state, diverged_at), BatchRecords(
+            return (params, opt_state, learning_state, diverged_at), BatchRecords(
                 losses, norms, self.schedule(batch)
             )
 
@@ -377,15 +447,16 @@ class Trainer:
 
         carry, records = jax.lax.scan(
             body,
-            spread((state.params, state.opt_state, state.diverged_at)),
+            spread((state.params, state.opt_state, state.learning_state, state.diverged_at)),
             (active, trials, batch_index, rule_flags),
         )
-        params, opt_state, diverged_at = self.layout.gather(carry)
+        params, opt_state, learning_state, diverged_at = self.layout.gather(carry)
         n_done = jnp.sum(active, dtype=state.step.dtype)
         new_state = eqx.tree_at(
-            lambda s: (s.params, s.opt_state, s.diverged_at, s.step),
+            lambda s: (s.params, s.opt_state, s.learning_state, s.diverged_at, s.step),
             state,
-            (params, opt_state, diverged_at, state.step + n_done),
+            (params, opt_state, learning_state, diverged_at, state.step + n_done),
+            is_leaf=lambda x: x is None,
         )
         per_replicate = self.layout.gather((records.loss, records.grad_norm), axis=1)
         return new_state, BatchRecords(*per_replicate, records.learning_rate)
@@ -393,7 +464,7 @@ class Trainer:
     def _validate(self, params, trials: Trials, key):
         """Loss per term and total, per replicate, on shared validation `trials`."""
         keys = jax.random.split(key, self.n_replicates)
-        total, terms = jax.vmap(self._replicate_loss, in_axes=(0, 0, None, 0))(
+        total, (terms, _) = jax.vmap(self._replicate_loss, in_axes=(0, 0, None, 0))(
             params, self.frozen, trials, keys
         )
         return {**terms, "total": total}
@@ -544,7 +615,7 @@ def train(
     trainer = Trainer(ensemble, task, config, constraint_key=jax.random.fold_in(key, 2))
     plan = TrainingPlan(config)
     noise_key, validation_key = jax.random.split(key)
-    state = trainer.init(noise_key)
+    state = trainer.init(noise_key, learning_key=jax.random.fold_in(key, 3))
     if initial_opt_state is not None:
         state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
     parameters = parameter_table(trainer.initial_params)

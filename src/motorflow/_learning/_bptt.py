@@ -1,0 +1,36 @@
+"""Backpropagation through time, whole or truncated to a window of steps."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .._config_base import PositiveInt
+from ._base import AbstractLearningRule, backpropagated
+
+
+class BPTT(AbstractLearningRule):
+    """Backpropagation through the whole rollout."""
+
+    kind: Literal["bptt"] = "bptt"
+
+    def value_and_grad(self, batch, params, state, *, states: bool = False):
+        return *backpropagated(batch, params, states=states), state
+
+
+class TruncatedBPTT(AbstractLearningRule):
+    """Backpropagation through at most `window` steps: the rollout runs whole, but no
+    gradient flows back across the steps ``window, 2 window, ...`` (Williams & Peng
+    1990, Neural Computation 2(4); the epoch-wise truncation BPTT(h; h) of Williams &
+    Zipser 1995). A window as long as the rollout is BPTT."""
+
+    kind: Literal["truncated_bptt"] = "truncated_bptt"
+    window: PositiveInt = Field(10, description="steps a gradient flows back through")
+
+    def gradient_window(self) -> int:
+        return self.window
+
+    def value_and_grad(self, batch, params, state, *, states: bool = False):
+        found = backpropagated(batch, params, gradient_window=self.window, states=states)
+        return *found, state

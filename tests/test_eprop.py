@@ -1,0 +1,140 @@
+"""e-prop: forward eligibility traces against hand-derived values and against BPTT."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import assert_trees_equal, tiny_model_config, tiny_task, tiny_train_config
+
+import motorflow as mf
+from motorflow._ensemble import take_replicate
+from motorflow._learning import BPTT, EProp, eligibility_gradient
+from motorflow._learning._eprop import CellWeights
+from motorflow._loop import Probe
+from motorflow._paths import attribute_getter
+
+
+def test_the_traces_give_the_hand_derived_update_of_a_one_unit_leaky_network():
+    # h(t) = (1 - a) h(t-1) + a tanh(w x(t) + u h(t-1) + b), h(-1) = 0. By hand, the
+    # trace of a weight with presynaptic value z is
+    # e(t) = sum_{s <= t} (1 - a)^(t - s) a tanh'(v(s)) z(s), the update sum_t L(t) e(t).
+    a, w, u, b = 0.3, 0.8, -0.5, 0.1
+    x = np.array([0.4, -1.0, 0.7])
+    signal = np.array([0.2, -0.6, 1.5])
+    h, v = [], []
+    previous = 0.0
+    for x_t in x:
+        v.append(w * x_t + u * previous + b)
+        previous = (1 - a) * previous + a * np.tanh(v[-1])
+        h.append(previous)
+    h_before = np.array([0.0, *h[:-1]])
+    slope = a * (1 - np.tanh(np.array(v)) ** 2)
+
+    def by_hand(z):
+        return sum(
+            signal[t] * sum((1 - a) ** (t - s) * slope[s] * z[s] for s in range(t + 1))
+            for t in range(3)
+        )
+
+    found = eligibility_gradient(
+        CellWeights(jnp.array([[w]]), jnp.array([[u]]), jnp.array([b])),
+        a,
+        jnp.asarray(x)[:, None],
+        jnp.asarray(h)[:, None],
+        jnp.asarray(signal)[:, None],
+    )
+    np.testing.assert_allclose(found.weight_in[0, 0], by_hand(x), rtol=1e-5)
+    np.testing.assert_allclose(found.weight_rec[0, 0], by_hand(h_before), rtol=1e-5)
+    np.testing.assert_allclose(found.bias[0], by_hand(np.ones(3)), rtol=1e-5)
+
+
+def test_a_clipped_trace_never_exceeds_its_bound():
+    weights = CellWeights(jnp.ones((2, 3)), jnp.zeros((2, 2)), jnp.zeros(2))
+    x = jnp.full((5, 3), 0.1)
+    hidden = jnp.zeros((5, 2))
+    # A unit signal at the last step only: the update is the last trace itself.
+    signal = jnp.zeros((5, 2)).at[-1].set(1.0)
+    free = eligibility_gradient(weights, 0.1, x, hidden, signal)
+    clipped = eligibility_gradient(weights, 0.1, x, hidden, signal, trace_clip=0.01)
+    assert np.linalg.norm(free.weight_in) > 0.01
+    np.testing.assert_allclose(np.linalg.norm(clipped.weight_in), 0.01, rtol=1e-5)
+
+
+def _trainer(cell: str, learning: dict):
+    task = tiny_task()
+    model_config = tiny_model_config(cell=cell)
+    config = tiny_train_config(n_replicates=1, learning=learning)
+    ensemble = mf.make_ensemble(
+        model_config, n_replicates=1, n_task_inputs=task.n_inputs, key=jax.random.key(3)
+    )
+    return task, config, ensemble
+
+
+def _gradients(ensemble, task, config, rule, *, state=None):
+    trainer = mf.Trainer(ensemble, task, config)
+    params = take_replicate(trainer.initial_params, 0)
+    frozen = take_replicate(trainer.frozen, 0)
+    trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
+    trials = jax.tree.map(lambda x: x[0, 0], trials)
+    batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    return rule.value_and_grad(batch, params, state)[1]
+
+
+def _without_network_paths(ensemble, cell: str):
+    """No recurrence and no feedback input: the output depends on the task input alone."""
+    get = attribute_getter({"rnn": "network.cell", "leaky": "network.cell.rnn"}[cell])
+    unit = get(ensemble)
+    n_task = unit.weight_in.shape[-1] - 4  # the feedback is the last 4 inputs
+    return eqx.tree_at(
+        lambda m: (get(m).weight_rec, get(m).weight_in),
+        ensemble,
+        (jnp.zeros_like(unit.weight_rec), unit.weight_in.at[..., n_task:].set(0.0)),
+    )
+
+
+@pytest.mark.parametrize("cell", ["rnn", "leaky"])
+def test_symmetric_eprop_is_bptt_when_the_output_depends_on_no_network_path(cell):
+    # With no recurrent weights and no weight on the feedback, the loss reaches a
+    # weight only through its unit's own state, the readout and the plant: the paths
+    # e-prop keeps. Its gradient must then be the exact one.
+    task, config, ensemble = _trainer(cell, {"kind": "eprop", "feedback": "symmetric"})
+    ensemble = _without_network_paths(ensemble, cell)
+    eprop = _gradients(ensemble, task, config, EProp(feedback="symmetric"))
+    exact = _gradients(ensemble, task, config, BPTT())
+    for found, want in zip(jax.tree.leaves(eprop), jax.tree.leaves(exact), strict=True):
+        np.testing.assert_allclose(found, want, rtol=2e-4, atol=1e-7)
+    assert any(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(eprop))
+
+
+def test_with_recurrence_eprop_approximates_bptt():
+    task, config, ensemble = _trainer("leaky", {"kind": "eprop", "feedback": "symmetric"})
+    eprop = _gradients(ensemble, task, config, EProp(feedback="symmetric"))
+    exact = _gradients(ensemble, task, config, BPTT())
+    flat = [np.concatenate([np.ravel(g) for g in jax.tree.leaves(t)]) for t in (eprop, exact)]
+    # An approximation: not the gradient, but not another quantity either.
+    assert not np.allclose(*flat)
+    assert np.corrcoef(*flat)[0, 1] > 0
+
+
+def test_random_feedback_is_drawn_from_the_learning_key_and_kept(tiny):
+    setup = tiny(network={"cell": "leaky"}, n_batches=4, learning={"kind": "eprop"})
+    first = setup.train().state.learning_state["feedback"]
+    again = setup.train().state.learning_state["feedback"]
+    np.testing.assert_array_equal(first, again)
+    # One matrix (hidden, control) per replicate, each its own draw.
+    assert first.shape == (3, 8, 2)
+    assert not np.array_equal(first[0], first[1])
+
+
+def test_a_probed_rollout_has_the_plain_rollouts_values():
+    model = mf.build_model(tiny_model_config(cell="leaky"), n_task_inputs=2, key=jax.random.key(1))
+    task_input = jnp.tile(jnp.asarray([0.3, -0.2]), (10, 1))
+    probe = Probe(output=jnp.zeros((10, 2)), hidden=jnp.zeros((10, 8)))
+    runs = [
+        model.rollout(jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), probe=p)
+        for p in (None, probe)
+    ]
+    assert_trees_equal(runs[0], runs[1])

@@ -1,0 +1,73 @@
+"""Recursive least squares on the readout, and the target outputs it regresses onto."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import motorflow as mf
+from motorflow._learning import minimum_jerk, rls_update, target_outputs
+from motorflow._plant import step
+from motorflow._task import Trials
+
+
+def test_rls_ends_at_the_ridge_solution_of_every_sample_seen():
+    # A linear problem y = x W_true + noise, fed in blocks of unequal size.
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(90, 4))
+    y = x @ rng.normal(size=(4, 3)) + 0.1 * rng.normal(size=(90, 3))
+    w0 = rng.normal(size=(4, 3))
+    regularization = 0.5
+    weight, information = jnp.asarray(w0), regularization * jnp.eye(4)
+    for block in np.split(np.arange(90), [1, 11, 40, 41]):
+        weight, information = rls_update(
+            weight, information, jnp.asarray(x[block]), jnp.asarray(y[block])
+        )
+    # argmin |x W - y|^2 + reg |W - w0|^2, and the information matrix its normal matrix.
+    normal = x.T @ x + regularization * np.eye(4)
+    ridge = np.linalg.solve(normal, x.T @ y + regularization * w0)
+    np.testing.assert_allclose(weight, ridge, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(information, normal, rtol=1e-5)
+
+
+def _model(plant: dict, dt: float = 0.01) -> mf.ClosedLoop:
+    config = mf.ModelConfig.from_dict({"dt": dt, "plant": plant})
+    return mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))
+
+
+def _follow(model, trial, controls, n_steps):
+    """Positions of the plant driven by `controls`, held over each step (fine RK4)."""
+    state = model.plant.init(trial.init_pos, trial.init_vel)
+    positions = []
+    for t in range(n_steps):
+        positions.append(model.plant.effector(state)[0])
+        state = step(
+            model.plant, state, controls[t], jnp.zeros(2), dt=model.dt, method="rk4", n_substeps=8
+        )
+    return np.asarray(positions)
+
+
+@pytest.mark.parametrize(
+    "plant, start, goal",
+    [
+        ({"kind": "point_mass", "mass": 1.5, "damping": 0.4}, [0.0, 0.0], [0.1, -0.05]),
+        ({"kind": "arm"}, [0.0, 0.45], [0.1, 0.4]),
+    ],
+)
+def test_target_outputs_drive_the_plant_along_the_minimum_jerk_reach(plant, start, goal):
+    model = _model(plant)
+    start, goal = jnp.asarray(start), jnp.asarray(goal)
+    trial = Trials(init_pos=start, init_vel=jnp.zeros(2), goal_pos=goal, go_step=jnp.asarray(5))
+    n_steps, movement_time = 60, 0.4
+    controls = target_outputs(model, trial, n_steps, movement_time)
+    positions = _follow(model, trial, controls, n_steps)
+    times = (np.arange(n_steps) - 5) * model.dt
+    path = np.asarray(jax.vmap(lambda t: minimum_jerk(start, goal, t, movement_time))(times))
+    distance = float(jnp.linalg.norm(goal - start))
+    # Controls held over each step lag the path by about a step: errors of a few % of
+    # the reach, where a wrong sign or mass would miss it by its whole length.
+    assert np.max(np.linalg.norm(positions - path, axis=-1)) < 0.05 * distance
+    np.testing.assert_allclose(positions[:5], np.broadcast_to(start, (5, 2)), atol=1e-6)
+    assert np.linalg.norm(positions[-1] - goal) < 0.02 * distance
