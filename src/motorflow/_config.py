@@ -291,9 +291,13 @@ class TrainConfig(Block):
 def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str = "") -> None:
     """Weight constraints need a cell with one recurrent weight matrix (not a GRU's
     gates); the learning rule must suit the cell, the plant and the trained parts."""
+
+    def key(name: str) -> str:
+        return f"{path}.training.{name}" if path else f"training.{name}"
+
     if train.constraints and model.network.cell == "gru":
         raise ConfigError(
-            f"{path}.training.constraints" if path else "training.constraints",
+            key("constraints"),
             "weight constraints act on a recurrent weight matrix, which the gru cell "
             "does not have (its gates each have one); use model network.cell rnn or leaky",
         )
@@ -301,10 +305,10 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
         model.network.cell, model.plant.build(), train.trained_paths
     )
     if problem is not None:
-        raise ConfigError(f"{path}.training.learning" if path else "training.learning", problem)
+        raise ConfigError(key("learning"), problem)
     if train.gradient_norms == "per_term" and not train.learning.exact_gradient:
         raise ConfigError(
-            f"{path}.training.gradient_norms" if path else "training.gradient_norms",
+            key("gradient_norms"),
             f"per-term norms are those of the loss's gradient, which {train.learning.kind} "
             "does not follow; use gradient_norms: total",
         )

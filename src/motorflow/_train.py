@@ -173,7 +173,9 @@ class Trainer:
         # The stages' trainable subsets; the parameters are every array the optimizer,
         # an update rule or the learning rule changes. The optimizer leaves the
         # learning rule's own arrays alone.
-        owned = trainable_filter(ensemble, self.learning.owned(self.template), "train.learning")
+        owned_paths = self.learning.owned(self.template)
+        self._learning_sets_params = bool(owned_paths)
+        owned = trainable_filter(ensemble, owned_paths, "train.learning")
         subsets = [
             (start, jax.tree.map(lambda s, o: s and not o, subset, owned))
             for start, subset in trained_subsets(ensemble, config)
@@ -323,7 +325,7 @@ class Trainer:
             norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
             if self.config.gradient_norms == "per_term":
                 norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
-            if self.rules or self.constraints or learning.owned(self.template):
+            if self.rules or self.constraints or self._learning_sets_params:
                 model = eqx.combine(new_params, frozen, self.static)
                 model, new_learning_state = learning.apply(
                     problem, model, new_learning_state, rollouts

@@ -49,8 +49,6 @@ class AbstractLearningRule(Block):
     kind: str
     # Whether the gradient is the loss's (so each term's part of it means something).
     exact_gradient: ClassVar[bool] = True
-    # Whether `apply` reads the batch's rollouts.
-    reads_rollouts: ClassVar[bool] = False
 
     def check_model(self, cell: str, plant: Any, trainable: tuple[str, ...]) -> str | None:
         """Why this rule cannot train a network of `cell` kind on `plant` (a built

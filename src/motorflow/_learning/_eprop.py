@@ -41,7 +41,7 @@ from .._loop import ClosedLoop, Probe
 from .._paths import attribute_getter
 from ._base import AbstractLearningRule, Batch
 
-# Where each cell kind keeps its tanh unit's weights, and its leak `a`.
+# Where each cell kind keeps its tanh unit's weights.
 _UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn"}
 
 
@@ -126,7 +126,6 @@ class EProp(AbstractLearningRule):
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"
     )
-    reads_rollouts = True
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
@@ -151,14 +150,14 @@ class EProp(AbstractLearningRule):
 
     def value_and_grad(self, batch: Batch, params, state, *, states: bool = False):
         network = batch.model.network
-        leaky = isinstance(network.cell, LeakyCell)
-        cell_kind = "leaky" if leaky else "rnn"
-        unit = attribute_getter(_UNIT[cell_kind].removeprefix("network."))(network)
-        alpha = network.cell.alpha if leaky else 1.0
-        shapes = jax.eval_shape(lambda: batch.loss(params, states=True))[1][1]
+        cell_kind = network.cell.KIND
+        unit = attribute_getter(_UNIT[cell_kind])(batch.model)
+        alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
+        leading = (batch.trials.init_pos.shape[0], batch.task.n_steps)
+        dtype = network.readout.weight.dtype
         probe = Probe(
-            output=jnp.zeros(shapes.output.shape, shapes.output.dtype),
-            hidden=jnp.zeros(shapes.hidden.shape, shapes.hidden.dtype),
+            output=jnp.zeros((*leading, network.readout.out_features), dtype),
+            hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
         )
 
         def probed(probe):

@@ -27,7 +27,7 @@ from jaxtyping import Array, Float
 from pydantic import Field
 
 from .._config_base import PositiveNumber
-from ._base import AbstractLearningRule, backpropagated
+from ._base import AbstractLearningRule
 from ._targets import target_outputs
 
 Inputs = Float[Array, "sample features"]
@@ -63,7 +63,6 @@ class RLS(AbstractLearningRule):
     movement_time: PositiveNumber = Field(
         0.5, description="duration (s) of the minimum-jerk reach the targets follow"
     )
-    reads_rollouts = True
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
@@ -89,9 +88,9 @@ class RLS(AbstractLearningRule):
         return {"information": self.regularization * jnp.eye(n_features, dtype=dtype)}
 
     def value_and_grad(self, batch, params, state, *, states: bool = False):
-        # No gradient: the optimizer trains nothing (the readout is the rule's own).
-        (total, aux), _ = backpropagated(batch, jax.lax.stop_gradient(params), states=True)
-        return (total, aux), jax.tree.map(jnp.zeros_like, params), state
+        # No gradient: the optimizer trains nothing (the readout is the rule's own);
+        # `apply` reads the rollouts.
+        return batch.loss(params, states=True), jax.tree.map(jnp.zeros_like, params), state
 
     def apply(self, batch, model, state, rollouts):
         readout = model.network.readout
