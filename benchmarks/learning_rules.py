@@ -66,6 +66,9 @@ def main() -> None:
     }
     for w in args.windows:
         runs[f"truncated_bptt (window {w})"] = trainer_for({"kind": "truncated_bptt", "window": w})
+    runs["truncated_bptt (20, update_every 20)"] = trainer_for(
+        {"kind": "truncated_bptt", "window": 20, "update_every": 20}
+    )
     for feedback in ("random", "symmetric"):
         runs[f"eprop ({feedback})"] = trainer_for({"kind": "eprop", "feedback": feedback})
     runs["rls"] = trainer_for({"kind": "rls"}, trainable=["network.readout"])
@@ -77,10 +80,10 @@ def main() -> None:
             if repeat:
                 times[name].append(seconds)
     bptt = statistics.median(times["bptt"])
-    print(f"{'rule (leaky 32 unless named)':30} {'s/batch':>9} {'ratio to bptt':>14}")
+    print(f"{'rule (leaky 32 unless named)':38} {'s/batch':>9} {'ratio to bptt':>14}")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:30} {median:9.5f} {median / bptt:14.2f}")
+        print(f"{name:38} {median:9.5f} {median / bptt:14.2f}")
     print("\ncorrelation of e-prop's update with the BPTT gradient, per replicate:")
     for feedback in ("random", "symmetric"):
         trainer, state, chunk, _ = runs[f"eprop ({feedback})"]

@@ -558,6 +558,26 @@ CASES = {
         "trainings.quick.learning.window",
         ["unknown key 'window'"],
     ),
+    "updates every 0 steps": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "update_every": 0}),
+        "trainings.quick.learning.update_every",
+        ["0", ">= 1"],
+    ),
+    "updates within the rollout with an update rule": (
+        lambda config: config["trainings"]["quick"].update(
+            learning={"kind": "truncated_bptt", "update_every": 4},
+            update_rules=[{"kind": "hebbian", "rate": 1e-3}],
+        ),
+        "trainings.quick.update_rules",
+        ["update rules read a whole rollout", "learning.update_every"],
+    ),
+    "updates within the rollout with per-term norms": (
+        lambda config: config["trainings"]["quick"].update(
+            learning={"kind": "truncated_bptt", "update_every": 4}, gradient_norms="per_term"
+        ),
+        "trainings.quick.gradient_norms",
+        ["per-term norms", "learning.update_every"],
+    ),
     "e-prop for a GRU": (
         at("trainings.quick.learning", {"kind": "eprop"}),
         "experiments.quiet.training.learning",

@@ -195,6 +195,10 @@ CORPUS = {
         at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 5}),
         TRAIN,
     ),
+    "updates within the rollout": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 3, "update_every": 4}),
+        TRAIN,
+    ),
     "e-prop with random feedback": (
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),

@@ -81,6 +81,10 @@ class Interrupt(Exception):
 
 RULES = {
     "truncated_bptt": ({}, {"learning": {"kind": "truncated_bptt", "window": 3}}),
+    "updates_within_rollouts": (
+        {},
+        {"learning": {"kind": "truncated_bptt", "window": 3, "update_every": 5}},
+    ),
     "eprop": ({"cell": "leaky"}, {"learning": {"kind": "eprop", "trace_clip": 5.0}}),
     "eprop_symmetric": ({"cell": "rnn"}, {"learning": {"kind": "eprop", "feedback": "symmetric"}}),
     "rls": ({"cell": "leaky"}, {"learning": {"kind": "rls"}, "trainable": ["network.readout"]}),

@@ -261,6 +261,21 @@ class TrainConfig(Block):
             rule.batches.check_batches(self.n_batches, f"update_rules[{index}].batches")
         if self.snapshots is not None:
             self.snapshots.batches.check_batches(self.n_batches, "snapshots.batches")
+        if self.learning.segment_length() is not None:
+            for name, present, what in (
+                ("update_rules", self.update_rules, "update rules read a whole rollout"),
+                (
+                    "gradient_norms",
+                    self.gradient_norms == "per_term",
+                    "per-term norms are of one backward pass over the whole rollout",
+                ),
+            ):
+                if present:
+                    raise ConfigError(
+                        name,
+                        f"{what}, so they do not combine with learning.update_every (updates "
+                        "within the rollout); drop one of them",
+                    )
         previous = 0
         for index, stage in enumerate(self.stages):
             if not previous < stage.at < self.n_batches:

@@ -29,7 +29,7 @@ _FLOAT = re.compile(
     |[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
-    re.X,
+    re.VERBOSE,
 )
 
 
@@ -117,7 +117,7 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         ) from None
     try:
         _check_events(text, path)
-        config = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+        config = yaml.load(text, Loader=_Loader)
     except _DuplicateKey as error:
         raise ConfigError(
             f"{path}, line {error.line}",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, PRNGKeyArray
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from ._loop import ClosedLoop, Probe, Rollout
-from ._perturb import TrialGeometry, total_effects
+from ._loop import ClosedLoop, LoopState, Probe, Rollout
+from ._perturb import Effects, TrialGeometry, total_effects
 from ._task import Task, Trials
 
 
@@ -23,6 +23,18 @@ class Targets(eqx.Module):
 
     goal: Float[Array, "*trials time 2"]
     hold: Bool[Array, "*trials time"] | None = None
+
+
+def _effects_and_goal(model: ClosedLoop, task: Task, trial: Trials):
+    """The trial's per-step effects (None without perturbations) and goal at each step."""
+    n_steps = task.n_steps
+    if not trial.perturbations:
+        return None, jnp.broadcast_to(trial.goal_pos, (n_steps, trial.goal_pos.shape[-1]))
+    geometry = TrialGeometry(
+        start=trial.init_pos, goal=trial.goal_pos, n_steps=n_steps, dt=model.dt
+    )
+    effects = total_effects(trial.perturbations, trial.params, geometry)
+    return effects, trial.goal_pos + effects.goal
 
 
 def run_trial(
@@ -43,16 +55,7 @@ def run_trial(
     truncates the gradient through the rollout and a `probe` cuts the network out of
     it (see :meth:`ClosedLoop.rollout`).
     """
-    n_steps = task.n_steps
-    if trial.perturbations:
-        geometry = TrialGeometry(
-            start=trial.init_pos, goal=trial.goal_pos, n_steps=n_steps, dt=model.dt
-        )
-        effects = total_effects(trial.perturbations, trial.params, geometry)
-        goal = trial.goal_pos + effects.goal
-    else:
-        effects = None
-        goal = jnp.broadcast_to(trial.goal_pos, (n_steps, trial.goal_pos.shape[-1]))
+    effects, goal = _effects_and_goal(model, task, trial)
     rollout = model.rollout(
         trial.init_pos,
         trial.init_vel,
@@ -81,3 +84,58 @@ def run_trials(
         return run_trial(model, task, trial, key=key, gradient_window=gradient_window, probe=probe)
 
     return jax.vmap(one)(trials, keys, probe)
+
+
+class TrialDrive(eqx.Module):
+    """What one trial feeds the loop at each step, for running it in pieces
+    (:func:`run_segment`): the task input, one key per step (those
+    :meth:`ClosedLoop.rollout` draws from the trial's key), the perturbations'
+    effects (None without any), the targets, and where the effector starts."""
+
+    task_input: Float[Array, "time input"]
+    keys: PRNGKeyArray
+    effects: Effects | None
+    targets: Targets
+    start_pos: Float[Array, " xy"]
+
+
+def trial_drive(model: ClosedLoop, task: Task, trial: Trials, *, key: PRNGKeyArray) -> TrialDrive:
+    """One trial's :class:`TrialDrive` (no leading dims), as :func:`run_trial` runs it."""
+    effects, goal = _effects_and_goal(model, task, trial)
+    start = model.plant.effector(model.plant.init(trial.init_pos, trial.init_vel))[0]
+    return TrialDrive(
+        task_input=task.inputs(trial, goal),
+        keys=jax.random.split(key, task.n_steps),
+        effects=effects,
+        targets=Targets(goal, task.hold(trial)),
+        start_pos=start,
+    )
+
+
+def run_segment(
+    model: ClosedLoop,
+    drive: TrialDrive,
+    loop_state: LoopState,
+    first: Int[Array, ""] | int,
+    length: int,
+    *,
+    gradient_window: int | None = None,
+) -> tuple[LoopState, Rollout, Targets]:
+    """Steps ``first .. first + length - 1`` of a trial from `loop_state` (the state
+    its earlier steps ended in): the state after them, their records and targets.
+    Consecutive segments give the values of the whole rollout."""
+
+    def piece(x):
+        return jax.lax.dynamic_slice_in_dim(x, first, length)
+
+    steps = first + jnp.arange(length)
+    effects = None if drive.effects is None else jax.tree.map(piece, drive.effects)
+    loop_state, rollout = model.run(
+        loop_state,
+        piece(drive.task_input),
+        piece(drive.keys),
+        steps,
+        effects=effects,
+        gradient_window=gradient_window,
+    )
+    return loop_state, rollout, jax.tree.map(piece, drive.targets)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Bool, Float, PRNGKeyArray, PyTree
+from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
 from ._feedback import FeedbackChannel
 from ._network import Network
@@ -32,6 +32,11 @@ class Rollout(eqx.Module):
     feedback: Float[Array, "time 4"]
     network_input: Float[Array, "time input"]
     plant: dict[str, Array]
+
+
+# What the loop carries from step to step: the plant's state, the feedback queue and
+# the hidden state.
+LoopState = tuple[PyTree, PyTree, Float[Array, " hidden"]]
 
 
 class Probe(eqx.Module):
@@ -106,12 +111,44 @@ class ClosedLoop(eqx.Module):
         With a `probe`, the network is cut out of the gradient and the probe's signals
         are added to its output and recorded hidden state (see :class:`Probe`).
         """
+        n_steps = task_input.shape[0]
+        _, states = self.run(
+            self.start(init_pos, init_vel),
+            task_input,
+            jax.random.split(key, n_steps),
+            jnp.arange(n_steps),
+            effects=effects,
+            gradient_window=gradient_window,
+            probe=probe,
+        )
+        return states
+
+    def start(self, init_pos: Float[Array, 2], init_vel: Float[Array, 2]) -> LoopState:
+        """The loop's state before the first step: the plant at rest (or moving) at
+        the start, the feedback queue filled with that observation, hidden state zero."""
         state = self.plant.init(init_pos, init_vel)
         queue = self.feedback.init(self._observe(state))
         hidden = jnp.zeros(self.network.cell.hidden_size, init_pos.dtype)
-        n_steps = task_input.shape[0]
+        return state, queue, hidden
+
+    def run(
+        self,
+        loop_state: LoopState,
+        task_input: Float[Array, "time input"],
+        keys: PRNGKeyArray,
+        steps: Int[Array, " time"],
+        *,
+        effects: Effects | None = None,
+        gradient_window: int | None = None,
+        probe: Probe | None = None,
+    ) -> tuple[LoopState, Rollout]:
+        """Run the steps `steps` (the trial's step indices) from `loop_state`, with one
+        key per step; returns the state after them and their records. See
+        :meth:`rollout`, which runs a whole trial from :meth:`start`; running a trial
+        in consecutive pieces, each from the state the last one ended in, gives the
+        same values."""
         if effects is None:
-            no_force = jnp.zeros_like(init_pos)
+            no_force = jnp.zeros(2, task_input.dtype)
             per_step = None
         else:
             per_step = (effects.force, effects.curl, effects.feedback)
@@ -168,12 +205,7 @@ class ClosedLoop(eqx.Module):
             )
             return (state, queue, hidden), record
 
-        keys = jax.random.split(key, n_steps)
-        steps = jnp.arange(n_steps)
-        _, states = jax.lax.scan(
-            one_step, (state, queue, hidden), (task_input, keys, per_step, steps, probe)
-        )
-        return states
+        return jax.lax.scan(one_step, loop_state, (task_input, keys, per_step, steps, probe))
 
     def _observe(self, state: PyTree) -> Float[Array, 4]:
         return jnp.concatenate(self.plant.effector(state))

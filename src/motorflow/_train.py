@@ -27,7 +27,7 @@ from ._config import TrainConfig
 from ._constraints import Constraints
 from ._divergence import HEALTHY, DivergencePolicy, all_finite, keep_where
 from ._ensemble import n_replicates, take_replicate
-from ._episode import run_trials
+from ._episode import run_segment, run_trials, trial_drive
 from ._faults import kill_point
 from ._history import (
     History,
@@ -40,7 +40,7 @@ from ._history import (
 )
 from ._identity import code_version, json_digest, tree_digest
 from ._learning import Batch
-from ._losses import loss_terms, total_loss
+from ._losses import Span, loss_terms, total_loss
 from ._optim import LeafOptimizer
 from ._plan import TrainingPlan
 from ._preemption import PreemptionWatch, TrainingPreempted
@@ -50,6 +50,7 @@ from ._run_record import (
     environment,
     parameter_table,
 )
+from ._segments import train_in_segments
 from ._sharding import ReplicateLayout
 from ._task import CenterOut, Task, Trials
 from ._tensorboard import open_tensorboard
@@ -267,6 +268,48 @@ class Trainer:
 
         return Batch(loss, eqx.combine(params, frozen, self.static), self.task, trials)
 
+    def _in_segments(
+        self, params, opt_state, fixed, trials: Trials, key, batch, trained_in, length
+    ):
+        """One replicate's batch run in segments of `length` steps, with an update after
+        each (:mod:`motorflow._segments`): the new parameters and optimizer state, the
+        total and terms summed over the segments, and the sum of their gradients."""
+        frozen, prepared = fixed
+        start = eqx.combine(params, frozen, self.static)
+        keys = jax.random.split(key, trials.init_pos.shape[0])
+        drives = jax.vmap(lambda trial, key: trial_drive(start, self.task, trial, key=key))(
+            trials, keys
+        )
+        window = self.learning.gradient_window()
+
+        def segment_loss(params, loop_states, first, size):
+            model = eqx.combine(params, frozen, self.static)
+            loop_states, rollouts, targets = jax.vmap(
+                lambda drive, state: run_segment(
+                    model, drive, state, first, size, gradient_window=window
+                )
+            )(drives, loop_states)
+            span = Span(first, self.task.n_steps, drives.start_pos)
+            terms = loss_terms(self.config.loss, rollouts, targets, span)
+            return total_loss(self.config.loss, terms), (terms, loop_states)
+
+        def update(grads, params, opt_state):
+            params, opt_state = self.optimizer.step(grads, opt_state, params, batch, trained_in)
+            if self.constraints:
+                model = self.constraints.apply(eqx.combine(params, frozen, self.static), prepared)
+                params = eqx.filter(model, self.selected)
+            return params, opt_state
+
+        return train_in_segments(
+            segment_loss,
+            update,
+            params,
+            opt_state,
+            jax.vmap(start.start)(trials.init_pos, trials.init_vel),
+            n_steps=self.task.n_steps,
+            length=length,
+        )
+
     def _trained_in(self, batch: Int[Array, ""]) -> Any:
         """Per parameter array, whether the optimizer trains it in `batch` (its stage's
         subset); None when every parameter trains in every batch."""
@@ -314,18 +357,28 @@ class Trainer:
         def one(params, opt_state, learning_state, fixed, trials, key, healthy, batch, rule_flags):
             frozen, prepared = fixed
 
-            problem = self.replicate_batch(params, frozen, trials, key)
-            (total, (terms, rollouts)), grads, new_learning_state = learning.value_and_grad(
-                problem, params, learning_state, states=bool(self.rules)
-            )
             trained_in = self._trained_in(batch)
-            new_params, new_opt_state = self.optimizer.step(
-                grads, opt_state, params, batch, trained_in
-            )
+            segment_length = learning.segment_length()
+            if segment_length is not None:
+                new_params, new_opt_state, total, terms, grads = self._in_segments(
+                    params, opt_state, fixed, trials, key, batch, trained_in, segment_length
+                )
+                new_learning_state = learning_state
+            else:
+                problem = self.replicate_batch(params, frozen, trials, key)
+                (total, (terms, rollouts)), grads, new_learning_state = learning.value_and_grad(
+                    problem, params, learning_state, states=bool(self.rules)
+                )
+                new_params, new_opt_state = self.optimizer.step(
+                    grads, opt_state, params, batch, trained_in
+                )
             norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
             if self.config.gradient_norms == "per_term":
                 norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
-            if self.rules or self.constraints or self._learning_sets_params:
+            # (Segments constrain after each of their updates.)
+            if segment_length is None and (
+                self.rules or self.constraints or self._learning_sets_params
+            ):
                 model = eqx.combine(new_params, frozen, self.static)
                 model, new_learning_state = learning.apply(
                     problem, model, new_learning_state, rollouts

@@ -80,6 +80,11 @@ class AbstractLearningRule(Block):
         """The steps a gradient flows back through the rollout (None: all of them)."""
         return None
 
+    def segment_length(self) -> int | None:
+        """Update the parameters after every this many steps of a rollout, within it
+        (None: once per rollout, after it)."""
+        return None
+
 
 def backpropagated(
     batch: Batch, params: PyTree, *, gradient_window: int | None = None, states: bool = False
