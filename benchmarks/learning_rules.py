@@ -72,6 +72,9 @@ def main() -> None:
     for feedback in ("random", "symmetric"):
         runs[f"eprop ({feedback})"] = trainer_for({"kind": "eprop", "feedback": feedback})
     runs["rls"] = trainer_for({"kind": "rls"}, trainable=["network.readout"])
+    runs["rls (update_every 1: FORCE, online)"] = trainer_for(
+        {"kind": "rls", "update_every": 1}, trainable=["network.readout"]
+    )
     states = {name: run[1] for name, run in runs.items()}
     times: dict[str, list[float]] = {name: [] for name in runs}
     for repeat in range(args.repeats + 1):  # the first round compiles

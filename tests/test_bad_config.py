@@ -632,6 +632,11 @@ CASES = {
         "trainings.quick.learning.regularization",
         ["0", "> 0"],
     ),
+    "rls updating every 0 steps": (
+        at("trainings.quick.learning", {"kind": "rls", "update_every": 0}),
+        "trainings.quick.learning.update_every",
+        ["0", ">= 1"],
+    ),
     "a reach of no time": (
         at("trainings.quick.learning", {"kind": "rls", "movement_time": 0}),
         "trainings.quick.learning.movement_time",

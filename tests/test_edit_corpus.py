@@ -222,7 +222,12 @@ CORPUS = {
             config["models"]["small"]["network"].update(cell="leaky"),
             config["trainings"]["quick"].update(
                 trainable=["network.readout"],
-                learning={"kind": "rls", "regularization": 2.0, "movement_time": 0.3},
+                learning={
+                    "kind": "rls",
+                    "regularization": 2.0,
+                    "movement_time": 0.3,
+                    "update_every": 3,
+                },
             ),
         ),
         TRAIN,

@@ -88,6 +88,10 @@ RULES = {
     "eprop": ({"cell": "leaky"}, {"learning": {"kind": "eprop", "trace_clip": 5.0}}),
     "eprop_symmetric": ({"cell": "rnn"}, {"learning": {"kind": "eprop", "feedback": "symmetric"}}),
     "rls": ({"cell": "leaky"}, {"learning": {"kind": "rls"}, "trainable": ["network.readout"]}),
+    "online_rls": (
+        {"cell": "leaky"},
+        {"learning": {"kind": "rls", "update_every": 1}, "trainable": ["network.readout"]},
+    ),
 }
 
 
@@ -124,7 +128,9 @@ def _target_error(setup, ensemble) -> np.ndarray:
     def one(model):
         rollouts, _ = run_trials(model, setup.task, trials, keys)
         targets = jax.vmap(
-            lambda trial: target_outputs(model, trial, setup.task.n_steps, rule.movement_time)
+            lambda trial: target_outputs(
+                model, trial, jnp.arange(setup.task.n_steps), rule.movement_time
+            )
         )(trials)
         return jnp.mean((rollouts.output - targets) ** 2)
 
@@ -156,7 +162,9 @@ def test_an_rls_step_sets_the_readout_to_the_ridge_fit_of_its_batch(tiny):
     hidden = np.asarray(rollouts.hidden).reshape(-1, 8)
     features = np.concatenate([hidden, np.ones((len(hidden), 1))], axis=1)
     targets = jax.vmap(
-        lambda trial: target_outputs(batch.model, trial, setup.task.n_steps, rule.movement_time)
+        lambda trial: target_outputs(
+            batch.model, trial, jnp.arange(setup.task.n_steps), rule.movement_time
+        )
     )(batch.trials)
     readout = batch.model.network.readout
     start = np.concatenate([readout.weight.T, readout.bias[None]], axis=0)
@@ -167,8 +175,9 @@ def test_an_rls_step_sets_the_readout_to_the_ridge_fit_of_its_batch(tiny):
     np.testing.assert_allclose(found, ridge, rtol=2e-3, atol=2e-3 * np.abs(ridge).max())
 
 
-def test_rls_sets_the_readout_and_leaves_the_rest(tiny):
-    network, overrides = RULES["rls"]
+@pytest.mark.parametrize("rule", ["rls", "online_rls"])
+def test_rls_sets_the_readout_and_leaves_the_rest(tiny, rule):
+    network, overrides = RULES[rule]
     setup = tiny(network=network, n_batches=5, **overrides)
     result = setup.train()
     before, after = setup.ensemble.network, result.ensemble.network
@@ -180,6 +189,29 @@ def test_rls_sets_the_readout_and_leaves_the_rest(tiny):
     assert information.shape == (3, 9, 9)
     np.testing.assert_allclose(information[:, -1, -1], 1 + 5 * 8 * 12)
     assert np.all(np.linalg.eigvalsh(information) >= 1 - 1e-4)
+
+
+def test_online_rls_changes_the_readout_within_the_rollouts_it_learns_from(tiny):
+    # Every step's update acts on the next step, so the trials run (and the samples
+    # learned from) differ from those of one update per rollout; one segment as long
+    # as the trial is one update per rollout.
+    network, overrides = RULES["rls"]
+    learning = overrides["learning"]
+    runs = {
+        every: tiny(
+            network=network,
+            n_batches=5,
+            **{**overrides, "learning": {**learning, "update_every": every}},
+        ).train()
+        for every in (None, 1, 12)
+    }
+    readout = {every: run.state.params.network.readout.weight for every, run in runs.items()}
+    assert not np.allclose(readout[1], readout[None])
+    np.testing.assert_allclose(readout[12], readout[None], rtol=1e-4, atol=1e-5)
+    losses = {every: run.history["loss"]["total"] for every, run in runs.items()}
+    # The first batch starts from the same readout: only within-rollout updates differ.
+    assert not np.allclose(losses[1][0], losses[None][0])
+    np.testing.assert_allclose(losses[12], losses[None], rtol=1e-4)
 
 
 def test_the_registry_names_every_rule_and_configs_pick_them_by_kind():

@@ -61,7 +61,7 @@ def test_target_outputs_drive_the_plant_along_the_minimum_jerk_reach(plant, star
     start, goal = jnp.asarray(start), jnp.asarray(goal)
     trial = Trials(init_pos=start, init_vel=jnp.zeros(2), goal_pos=goal, go_step=jnp.asarray(5))
     n_steps, movement_time = 60, 0.4
-    controls = target_outputs(model, trial, n_steps, movement_time)
+    controls = target_outputs(model, trial, jnp.arange(n_steps), movement_time)
     positions = _follow(model, trial, controls, n_steps)
     times = (np.arange(n_steps) - 5) * model.dt
     path = np.asarray(jax.vmap(lambda t: minimum_jerk(start, goal, t, movement_time))(times))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -39,10 +41,11 @@ def _pieces(model, task, trials, keys, lengths):
     states = jax.vmap(model.start)(trials.init_pos, trials.init_vel)
     rollouts, targets, first = [], [], 0
     for length in lengths:
-        states, rollout, target = jax.vmap(
+        rollout, target = jax.vmap(
             lambda drive, state, f=first, n=length: run_segment(model, drive, state, f, n)
         )(drives, states)
-        rollouts.append(rollout)
+        states = rollout.end
+        rollouts.append(dataclasses.replace(rollout, end=None))
         targets.append(target)
         first += length
     return drives, rollouts, targets

@@ -120,10 +120,10 @@ def run_segment(
     length: int,
     *,
     gradient_window: int | None = None,
-) -> tuple[LoopState, Rollout, Targets]:
+) -> tuple[Rollout, Targets]:
     """Steps ``first .. first + length - 1`` of a trial from `loop_state` (the state
-    its earlier steps ended in): the state after them, their records and targets.
-    Consecutive segments give the values of the whole rollout."""
+    its earlier steps ended in): their records, with the state after them as `end`,
+    and their targets. Consecutive segments give the values of the whole rollout."""
 
     def piece(x):
         return jax.lax.dynamic_slice_in_dim(x, first, length)
@@ -138,4 +138,5 @@ def run_segment(
         effects=effects,
         gradient_window=gradient_window,
     )
-    return loop_state, rollout, jax.tree.map(piece, drive.targets)
+    rollout = eqx.tree_at(lambda r: r.end, rollout, loop_state, is_leaf=lambda x: x is None)
+    return rollout, jax.tree.map(piece, drive.targets)

@@ -21,7 +21,9 @@ class Rollout(eqx.Module):
     task input, updates to `hidden[t]` and emits `output[t]`, which the plant
     receives as `control[t]` (squashed into its control range, if it has one)
     during ``[t, t + 1]``. `plant` holds the plant's own recorded variables at step t
-    (joint angles, muscle activations, ...; see ``AbstractPlant.record``).
+    (joint angles, muscle activations, ...; see ``AbstractPlant.record``). A segment
+    of a trial (:func:`motorflow._episode.run_segment`) also holds `end`, the loop's
+    state after its last step, from which the next segment runs on (None otherwise).
     """
 
     pos: Float[Array, "time 2"]
@@ -32,6 +34,7 @@ class Rollout(eqx.Module):
     feedback: Float[Array, "time 4"]
     network_input: Float[Array, "time input"]
     plant: dict[str, Array]
+    end: PyTree = None
 
 
 # What the loop carries from step to step: the plant's state, the feedback queue and

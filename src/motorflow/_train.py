@@ -76,7 +76,7 @@ class TrainState(eqx.Module):
       lowest validation loss so far (the first of equals), that loss and the batch
       count it was measured after (-1 before the first validation).
     - `learning_state`: the learning rule's own state, one per replicate (random
-      feedback weights, inverse correlation matrices; None for backpropagation).
+      feedback weights, information matrices; None for backpropagation).
     """
 
     params: Any
@@ -268,43 +268,63 @@ class Trainer:
 
         return Batch(loss, eqx.combine(params, frozen, self.static), self.task, trials)
 
-    def _in_segments(
-        self, params, opt_state, fixed, trials: Trials, key, batch, trained_in, length
-    ):
-        """One replicate's batch run in segments of `length` steps, with an update after
-        each (:mod:`motorflow._segments`): the new parameters and optimizer state, the
-        total and terms summed over the segments, and the sum of their gradients."""
+    def _learn(self, problem: Batch, state, fixed, batch, trained_in, rule_flags, *, states):
+        """One update from `problem` (a batch, or a segment of it): the learning rule's
+        gradient and the optimizer's step, then the rule's own changes, the update
+        rules and the constraints. `state` is ``(params, opt_state, learning_state)``;
+        returns the new one, the total, the terms, the gradient and the rollouts."""
+        params, opt_state, learning_state = state
         frozen, prepared = fixed
-        start = eqx.combine(params, frozen, self.static)
+        (total, (terms, rollouts)), grads, learning_state = self.learning.value_and_grad(
+            problem, params, learning_state, states=states
+        )
+        params_now, opt_state = self.optimizer.step(grads, opt_state, params, batch, trained_in)
+        if self.rules or self.constraints or self._learning_sets_params:
+            model = eqx.combine(params_now, frozen, self.static)
+            model, learning_state = self.learning.apply(problem, model, learning_state, rollouts)
+            if self.rules:
+                model = self.rules.apply(model, rollouts.hidden, rollouts.output, rule_flags)
+            if self.constraints:
+                model = self.constraints.apply(model, prepared)
+            params_now = eqx.filter(model, self.selected)
+        return (params_now, opt_state, learning_state), total, terms, grads, rollouts
+
+    def _learn_in_segments(self, state, fixed, trials: Trials, key, batch, trained_in, length):
+        """One replicate's batch run in segments of `length` steps, with an update after
+        each (:mod:`motorflow._segments`): the new ``(params, opt_state,
+        learning_state)``, the total and terms summed over the segments, and the sum of
+        their gradients."""
+        frozen, _ = fixed
+        start = eqx.combine(state[0], frozen, self.static)
         keys = jax.random.split(key, trials.init_pos.shape[0])
         drives = jax.vmap(lambda trial, key: trial_drive(start, self.task, trial, key=key))(
             trials, keys
         )
-        window = self.learning.gradient_window()
 
-        def segment_loss(params, loop_states, first, size):
-            model = eqx.combine(params, frozen, self.static)
-            loop_states, rollouts, targets = jax.vmap(
-                lambda drive, state: run_segment(
-                    model, drive, state, first, size, gradient_window=window
-                )
-            )(drives, loop_states)
-            span = Span(first, self.task.n_steps, drives.start_pos)
-            terms = loss_terms(self.config.loss, rollouts, targets, span)
-            return total_loss(self.config.loss, terms), (terms, loop_states)
+        def segment_step(state, loop_states, first, size):
+            def loss(params, *, states=False, gradient_window=None):
+                model = eqx.combine(params, frozen, self.static)
+                rollouts, targets = jax.vmap(
+                    lambda drive, loop_state: run_segment(
+                        model, drive, loop_state, first, size, gradient_window=gradient_window
+                    )
+                )(drives, loop_states)
+                span = Span(first, self.task.n_steps, drives.start_pos)
+                terms = loss_terms(self.config.loss, rollouts, targets, span)
+                # The rollouts always: the next segment runs on from their `end`.
+                return total_loss(self.config.loss, terms), (terms, rollouts)
 
-        def update(grads, params, opt_state):
-            params, opt_state = self.optimizer.step(grads, opt_state, params, batch, trained_in)
-            if self.constraints:
-                model = self.constraints.apply(eqx.combine(params, frozen, self.static), prepared)
-                params = eqx.filter(model, self.selected)
-            return params, opt_state
+            problem = Batch(
+                loss, eqx.combine(state[0], frozen, self.static), self.task, trials, first
+            )
+            state, total, terms, grads, rollouts = self._learn(
+                problem, state, fixed, batch, trained_in, None, states=True
+            )
+            return state, rollouts.end, total, terms, grads
 
         return train_in_segments(
-            segment_loss,
-            update,
-            params,
-            opt_state,
+            segment_step,
+            state,
             jax.vmap(start.start)(trials.init_pos, trials.init_vel),
             n_steps=self.task.n_steps,
             length=length,
@@ -352,42 +372,25 @@ class Trainer:
         loss or new parameters are not finite, keeps its parameters, optimizer and
         learning-rule state. Returns those, the losses and gradient norms (NaN where not
         healthy) and whether each replicate's update was kept."""
-        learning = self.learning
 
         def one(params, opt_state, learning_state, fixed, trials, key, healthy, batch, rule_flags):
-            frozen, prepared = fixed
-
+            frozen, _ = fixed
             trained_in = self._trained_in(batch)
-            segment_length = learning.segment_length()
-            if segment_length is not None:
-                new_params, new_opt_state, total, terms, grads = self._in_segments(
-                    params, opt_state, fixed, trials, key, batch, trained_in, segment_length
-                )
-                new_learning_state = learning_state
-            else:
+            state = (params, opt_state, learning_state)
+            segment_length = self.learning.segment_length()
+            if segment_length is None:
                 problem = self.replicate_batch(params, frozen, trials, key)
-                (total, (terms, rollouts)), grads, new_learning_state = learning.value_and_grad(
-                    problem, params, learning_state, states=bool(self.rules)
+                new_state, total, terms, grads, _ = self._learn(
+                    problem, state, fixed, batch, trained_in, rule_flags, states=bool(self.rules)
                 )
-                new_params, new_opt_state = self.optimizer.step(
-                    grads, opt_state, params, batch, trained_in
+            else:
+                new_state, total, terms, grads = self._learn_in_segments(
+                    state, fixed, trials, key, batch, trained_in, segment_length
                 )
+            new_params = new_state[0]
             norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
             if self.config.gradient_norms == "per_term":
                 norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
-            # (Segments constrain after each of their updates.)
-            if segment_length is None and (
-                self.rules or self.constraints or self._learning_sets_params
-            ):
-                model = eqx.combine(new_params, frozen, self.static)
-                model, new_learning_state = learning.apply(
-                    problem, model, new_learning_state, rollouts
-                )
-                if self.rules:
-                    model = self.rules.apply(model, rollouts.hidden, rollouts.output, rule_flags)
-                if self.constraints:
-                    model = self.constraints.apply(model, prepared)
-                new_params = eqx.filter(model, self.selected)
             losses = {**terms, "total": total}
             # Watching the losses in the update costs XLA's CPU backend ~15% per batch
             # at the tutorial size (the parameters cost nothing), so only isolation,
@@ -395,11 +398,7 @@ class Trainer:
             # stopping run finds a non-finite loss among the recorded ones.
             watched = (losses, new_params) if self.isolate else new_params
             ok = healthy & all_finite(watched)
-            params, opt_state, learning_state = keep_where(
-                ok,
-                (new_params, new_opt_state, new_learning_state),
-                (params, opt_state, learning_state),
-            )
+            params, opt_state, learning_state = keep_where(ok, new_state, state)
             records = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), (losses, norms))
             return params, opt_state, learning_state, records, ok
 

@@ -28,12 +28,15 @@ class Batch:
     - `loss`: the batch's loss as a function of the parameters (:data:`ReplicateLoss`).
     - `model`: the replicate's model before the update.
     - `task`, `trials`: the task and the batch's trial specs (leading trial dim).
+    - `first`: the trial step the loss's rollouts begin at: 0, or a segment's first
+      step when the parameters update within the rollout (:mod:`motorflow._segments`).
     """
 
     loss: ReplicateLoss
     model: ClosedLoop
     task: Task
     trials: Trials
+    first: Any = 0
 
 
 class AbstractLearningRule(Block):

@@ -11,8 +11,11 @@ The targets are :mod:`motorflow._learning._targets`' (the inverse dynamics of a
 minimum-jerk reach). Each batch's samples (every step of every trial) enter as one
 block: without forgetting, the estimate after a set of samples is the same however
 they are split into blocks or ordered, and one block costs one Cholesky
-factorisation per batch. The update comes after the batch's rollouts: unlike FORCE's original online form, the
-readout does not change within the rollout it learns from.
+factorisation per batch. By default the update comes after the batch's rollouts;
+with `update_every` k it comes after every k steps, within the rollout
+(:mod:`motorflow._segments`), and the next steps run with the new readout: with k =
+1 this is FORCE's online form, the readout changing at every step of the trials it
+learns from.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from jax.scipy.linalg import cho_factor, cho_solve
 from jaxtyping import Array, Float
 from pydantic import Field
 
-from .._config_base import PositiveNumber
+from .._config_base import PositiveInt, PositiveNumber
 from ._base import AbstractLearningRule
 from ._targets import target_outputs
 
@@ -63,6 +66,11 @@ class RLS(AbstractLearningRule):
     movement_time: PositiveNumber = Field(
         0.5, description="duration (s) of the minimum-jerk reach the targets follow"
     )
+    update_every: PositiveInt | None = Field(
+        None,
+        description="update the readout after every this many steps of a rollout, within "
+        "it (1: FORCE's online form; none: once per rollout)",
+    )
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
@@ -79,6 +87,9 @@ class RLS(AbstractLearningRule):
             )
         return None
 
+    def segment_length(self) -> int | None:
+        return self.update_every
+
     def owned(self, model):
         return ("network.readout.weight", "network.readout.bias")
 
@@ -94,8 +105,9 @@ class RLS(AbstractLearningRule):
 
     def apply(self, batch, model, state, rollouts):
         readout = model.network.readout
+        steps = batch.first + jnp.arange(rollouts.hidden.shape[-2])
         targets = jax.vmap(
-            lambda trial: target_outputs(batch.model, trial, batch.task.n_steps, self.movement_time)
+            lambda trial: target_outputs(batch.model, trial, steps, self.movement_time)
         )(batch.trials)
         hidden = rollouts.hidden.reshape(-1, rollouts.hidden.shape[-1])
         features = jnp.concatenate([hidden, jnp.ones_like(hidden[:, :1])], axis=-1)

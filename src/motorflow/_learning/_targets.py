@@ -15,7 +15,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
-from jaxtyping import Array, Float
+from jaxtyping import Array, Float, Int
 
 from .._loop import ClosedLoop
 from .._task import Trials
@@ -52,11 +52,11 @@ def inverse_dynamics(model: ClosedLoop, path, time: Float[Array, ""]) -> Float[A
 
 
 def target_outputs(
-    model: ClosedLoop, trial: Trials, n_steps: int, movement_time: float
+    model: ClosedLoop, trial: Trials, steps: Int[Array, " time"], movement_time: float
 ) -> Float[Array, "time control"]:
-    """One trial's target network output at each step (see the module docstring)."""
+    """One trial's target network output at each of `steps` (see the module docstring)."""
     go_step = 0 if trial.go_step is None else trial.go_step
-    times = (jnp.arange(n_steps) - go_step) * model.dt
+    times = (steps - go_step) * model.dt
 
     def path(t):
         return minimum_jerk(trial.init_pos, trial.goal_pos, t, movement_time)
