@@ -444,3 +444,31 @@ def test_a_diverged_replicate_is_marked_in_the_loss_trajectory_and_speed_figures
     # Nothing diverged: no marks.
     assert not [line for ax in panels(plot_loss_history(history())) for line in ax.lines[2:]]
     assert [ax.get_title() for ax in panels(plot_trajectories(states))][2] == "replicate 2"
+
+
+def test_comparison_draws_each_experiments_training_curves_in_a_last_column():
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(3, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0))
+    steps = [0, 10, 20]
+    curves = {
+        name: xr.DataArray(
+            np.random.default_rng(index).uniform(0.1, 1, (3, n)),
+            dims=("validation_step", "replicate"),
+            coords={"validation_step": steps, "replicate": np.arange(n)},
+        )
+        for index, (name, n) in enumerate([("a", 4), ("b", 3)])
+    }
+    fig = plot_comparison(values, summary, curves=curves)
+    grid = np.reshape(fig.axes, (2, -1))
+    curve_ax, empty = grid[:, -1]
+    assert not empty.axison
+    # One thin line per replicate and a mean per experiment, in the experiment's colour.
+    assert len(drawn(curve_ax, "replicate curve")) == 4 + 3
+    means = drawn(curve_ax, "mean curve")
+    assert [line.get_label() for line in means] == ["a", "b"]
+    for line, name in zip(means, "ab", strict=True):
+        np.testing.assert_allclose(line.get_ydata(), curves[name].mean("replicate"))
+        np.testing.assert_array_equal(line.get_xdata(), steps)
+    assert curve_ax.get_xlabel() == "batch" and curve_ax.get_yscale() == "log"
+    # Without curves, the metric columns only (the comparison values lack lateral deviation).
+    assert len(plot_comparison(values, summary).axes) == 2 * 2

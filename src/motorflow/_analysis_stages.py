@@ -155,10 +155,15 @@ def comparison_figure(
     output_path: Path,
     options: Mapping[str, Any],
 ) -> None:
-    """Final validation loss and endpoint error per replicate across experiments, with
-    the summary's means, intervals and contrasts."""
+    """Final validation loss, endpoint error and lateral deviation per replicate across
+    experiments, with the summary's means, intervals and contrasts, and their training
+    curves."""
     values = _replicate_values(history_paths, metrics_paths, experiments)
-    figure = plot_comparison(values, open_dataset(summary_path))
+    curves = {
+        name: open_dataset(path).validation_loss.sel(term="total")
+        for name, path in zip(experiments, history_paths, strict=True)
+    }
+    figure = plot_comparison(values, open_dataset(summary_path), curves=curves)
     save_figure(figure, output_path, dpi=options["dpi"])
 
 

@@ -58,8 +58,9 @@ rule arm_figure:
 
 
 rule comparison_figure:
-    """Final validation loss and endpoint error of every experiment, per replicate, with
-    means, intervals and paired differences."""
+    """Final validation loss, endpoint error and lateral deviation of every experiment,
+    per replicate, with means, intervals and paired differences, and the training
+    curves."""
     input:
         histories=expand(rules.train.output.history, experiment=EXPERIMENTS),
         metrics=expand(rules.evaluate.output.metrics, experiment=EXPERIMENTS),

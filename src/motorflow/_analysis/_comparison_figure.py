@@ -1,9 +1,10 @@
 """The cross-experiment comparison figure: each replicate, the mean with its bootstrap
-interval, paired replicates joined, and each experiment's difference to the first."""
+interval, paired replicates joined, each experiment's difference to the first, and
+the training curves side by side."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib as mpl
 import numpy as np
@@ -130,12 +131,38 @@ def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrast
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
 
 
+def _draw_curves(ax: Axes, curves: Mapping[str, xr.DataArray]) -> None:
+    """Each experiment's validation loss against batch: a thin line per replicate and
+    a thick one for their mean, one colour per experiment."""
+    for index, (name, curve) in enumerate(curves.items()):
+        color = f"C{index % 10}"
+        curve = curve.isel(validation_step=curve.notnull().any("replicate").values)
+        batches = curve.validation_step.values
+        for replicate in curve.replicate.values:
+            ax.plot(
+                batches,
+                curve.sel(replicate=replicate),
+                color=color,
+                lw=0.6,
+                alpha=0.4,
+                gid="replicate curve",
+            )
+        ax.plot(batches, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
+    values = np.concatenate([np.ravel(curve.values) for curve in curves.values()])
+    _log_scale_if_possible(ax, values)
+    ax.set_xlabel("batch")
+    ax.set_ylabel("validation loss (total)")
+    ax.set_title("training: replicates (thin) and mean", fontsize="medium")
+    ax.legend(fontsize="small", title="experiment", title_fontsize="small")
+
+
 def plot_comparison(
     values: dict[str, xr.Dataset],
     summary: xr.Dataset,
     *,
-    metrics: Sequence[str] = ("final_validation_loss", "endpoint_error"),
+    metrics: Sequence[str] = ("final_validation_loss", "endpoint_error", "max_lateral_deviation"),
     condition: str | None = None,
+    curves: Mapping[str, xr.DataArray] | None = None,
     title: str = "",
 ) -> Figure:
     """Experiments side by side: a column per metric; on top each experiment's
@@ -158,6 +185,8 @@ def plot_comparison(
     - `metrics`: the metrics drawn, a column each; those not in `summary` are skipped.
     - `condition`: the evaluation condition of metrics that have one; None (or one
       that a metric lacks): the first condition that has the metric.
+    - `curves`: each experiment's total validation loss `(validation_step, replicate)`;
+      if given, a last column shows them against batch (its lower cell stays empty).
     - `title`: figure title.
     """
     names = list(values)
@@ -169,11 +198,16 @@ def plot_comparison(
     paired = summary.paired.sel(experiment=names, reference=names).values
     adjacent_paired = [bool(paired[index + 1, index]) for index in range(len(names) - 1)]
     n_rows = 2 if contrasts else 1
+    n_columns = len(metrics) + (curves is not None)
     fig = Figure(
-        figsize=(len(metrics) * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
+        figsize=(n_columns * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
         layout="constrained",
     )
-    grid = fig.subplots(n_rows, len(metrics), squeeze=False)
+    grid = fig.subplots(n_rows, n_columns, squeeze=False)
+    if curves is not None:
+        _draw_curves(grid[0, -1], curves)
+        if contrasts:
+            grid[1, -1].set_axis_off()
     for column, metric in enumerate(metrics):
         shown = _shown_condition(summary, metric, condition)
         cell = summary.sel(metric=metric, condition=shown)
