@@ -21,8 +21,8 @@ import jax
 import numpy as np
 from training_controls import setup, timed
 
-from motorflow._ensemble import take_replicate
-from motorflow._learning import BPTT, EProp
+from motorflow._model._ensemble import take_replicate
+from motorflow._training.rules import BPTT, EProp
 
 # replicates, trials per batch, steps, hidden units, batches per compiled call
 DEFAULT_SIZE = (5, 64, 60, 32, 20)

@@ -112,9 +112,9 @@ def warm_up(trainer, state, chunk, index, max_calls: int = MAX_WARM_UP_CALLS):
 
 def worker(args) -> None:
     """Time every plant on this process's devices; print one JSON line."""
-    import motorflow as mf
+    import motorflow.pipeline as mfp
 
-    mf.use_devices(cpu_devices=args.devices[0])
+    mfp.use_devices(cpu_devices=args.devices[0])
     import jax
     import jax.numpy as jnp
 

@@ -47,7 +47,7 @@ import time, json, sys
 start = time.perf_counter()
 import jax, motorflow as mf
 imported = time.perf_counter()
-mf.enable_compilation_cache({cache!r})
+mfp.enable_compilation_cache({cache!r})
 sys.path.insert(0, {here!r})
 from train_throughput import setup
 import numpy as np, jax.numpy as jnp
@@ -65,11 +65,11 @@ import time, json
 start = time.perf_counter()
 import jax, motorflow as mf
 imported = time.perf_counter()
-mf.enable_compilation_cache({cache!r})
-experiment = mf.Experiment.from_dict(json.loads({experiment!r}))
-mf.evaluate_experiment(experiment, model_path={model!r}, eval_path={eval!r},
+mfp.enable_compilation_cache({cache!r})
+experiment = mfp.Experiment.from_dict(json.loads({experiment!r}))
+mfp.evaluate_experiment(experiment, model_path={model!r}, eval_path={eval!r},
     states_path={out!r} + "/states.zarr", metrics_path={out!r} + "/metrics.zarr",
-    table_path={out!r} + "/metrics.csv", evaluation=mf.EvaluationConfig())
+    table_path={out!r} + "/metrics.csv", evaluation=mfp.EvaluationConfig())
 print(json.dumps({{"stage_s": time.perf_counter() - imported, "import_s": imported - start}}))
 """
 
@@ -120,17 +120,18 @@ def main() -> None:
     import jax
 
     import motorflow as mf
+    import motorflow.pipeline as mfp
 
     sys.path.insert(0, str(HERE.parent))
     from train_throughput import setup
 
     model, task, config, ensemble, _, key = setup(TUTORIAL, 100)
     trials = task.training_trials(key, n_replicates=5, n_batches=1000, batch_size=250)
-    mf.write_trials(trials, work / "train.zarr")
+    mfp.write_trials(trials, work / "train.zarr")
     rows.append(
         (
             "load trial specs (5 x 1000 x 250)",
-            timed(lambda: mf.read_trials(work / "train.zarr"), args.repeats),
+            timed(lambda: mfp.read_trials(work / "train.zarr"), args.repeats),
         )
     )
 
@@ -165,12 +166,12 @@ def main() -> None:
     rows.append(
         (
             "write history.zarr",
-            timed(lambda: mf.write_dataset(history_ds, work / "history.zarr"), args.repeats),
+            timed(lambda: mfp.write_dataset(history_ds, work / "history.zarr"), args.repeats),
         )
     )
 
-    experiment = mf.Experiment("bench", "reach", task.config, model, config, 0)
-    mf.write_dataset(mf.center_out_dataset(task.eval_trials()), work / "eval.zarr")
+    experiment = mfp.Experiment("bench", "reach", task.config, model, config, 0)
+    mfp.write_dataset(mfp.center_out_dataset(task.eval_trials()), work / "eval.zarr")
     evaluate = EVALUATE.format(
         cache=cache,
         experiment=json.dumps(experiment.to_dict()),

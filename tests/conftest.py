@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def tiny_model_config(**network) -> mf.ModelConfig:
@@ -82,5 +83,5 @@ def tiny():
 def compilation_cache(tmp_path_factory):
     """Programs compiled once are loaded, not compiled again, by later tests (a temp dir)."""
     directory = tmp_path_factory.mktemp("jax_cache")
-    mf.enable_compilation_cache(directory)
+    mfp.enable_compilation_cache(directory)
     return directory

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from workflow_helpers import make_workdir, planned_jobs, snakemake, tiny_config, write_config
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 pytestmark = pytest.mark.workflow
 
@@ -84,11 +84,11 @@ def test_editing_the_analyses_statistics_or_sweep_metrics_reruns_only_them(rerun
 def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_path):
     workdir, _ = rerun
     results = workdir / "results"
-    settings = mf.parse_config(edited_config())
-    experiments = mf.resolve_experiments(settings)
+    settings = mfp.parse_config(edited_config())
+    experiments = mfp.resolve_experiments(settings)
     for name in EXPERIMENTS:
         experiment = experiments[name]
-        mf.analyse_experiment(
+        mfp.analyse_experiment(
             experiment,
             model_path=results / name / "model",
             eval_path=results / "trials" / experiment.dataset / "eval.zarr",
@@ -97,10 +97,10 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
             options=settings.analysis,
         )
         xr.testing.assert_identical(
-            mf.open_dataset(results / name / "analysis.zarr"),
-            mf.open_dataset(tmp_path / f"{name}.zarr"),
+            mfp.open_dataset(results / name / "analysis.zarr"),
+            mfp.open_dataset(tmp_path / f"{name}.zarr"),
         )
-    mf.summary_stage(
+    mfp.summary_stage(
         {name: experiments[name].seed for name in EXPERIMENTS},
         history_paths=[results / name / "history.zarr" for name in EXPERIMENTS],
         metrics_paths=[results / name / "metrics.zarr" for name in EXPERIMENTS],
@@ -109,6 +109,6 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
         statistics=settings.statistics,
     )
     xr.testing.assert_identical(
-        mf.open_dataset(results / "summary.zarr"), mf.open_dataset(tmp_path / "summary.zarr")
+        mfp.open_dataset(results / "summary.zarr"), mfp.open_dataset(tmp_path / "summary.zarr")
     )
     assert (results / "summary.csv").read_text() == (tmp_path / "summary.csv").read_text()

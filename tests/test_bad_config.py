@@ -4,6 +4,7 @@ import pytest
 from workflow_helpers import at, tiny_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def drop(path):
@@ -710,7 +711,7 @@ def test_a_malformed_config_names_key_value_and_what_is_allowed(edit, path, frag
     config = tiny_config()
     edit(config)
     with pytest.raises(mf.ConfigError) as error:
-        mf.resolve_experiments(config)
+        mfp.resolve_experiments(config)
     assert error.value.path == path, str(error.value)
     for fragment in fragments:
         assert fragment in str(error.value), str(error.value)
@@ -721,4 +722,4 @@ def test_there_are_at_least_thirty_distinct_cases():
 
 
 def test_a_valid_config_passes_and_resolves():
-    assert set(mf.resolve_experiments(tiny_config())) == {"quiet", "noisy"}
+    assert set(mfp.resolve_experiments(tiny_config())) == {"quiet", "noisy"}

@@ -10,6 +10,7 @@ import pytest
 from workflow_helpers import tiny_config, train_through_stages
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def chained_config(**child) -> dict:
@@ -25,11 +26,11 @@ def chained_config(**child) -> dict:
 
 
 def test_an_experiment_records_what_it_starts_from_in_its_settings():
-    experiments = mf.resolve_experiments(chained_config(reset_optimizer=False))
+    experiments = mfp.resolve_experiments(chained_config(reset_optimizer=False))
     settings = experiments["adapt"].train_settings()
     assert settings["init_from"] == "quiet" and settings["reset_optimizer"] is False
     assert "init_from" not in experiments["quiet"].train_settings()
-    assert mf.resolve_experiment(chained_config(), "adapt").init_from == "quiet"
+    assert mfp.resolve_experiment(chained_config(), "adapt").init_from == "quiet"
 
 
 @pytest.mark.parametrize(
@@ -66,19 +67,19 @@ def test_a_chain_that_cannot_work_is_a_config_error(edit, path, words):
     config = chained_config()
     edit(config)
     with pytest.raises(mf.ConfigError) as error:
-        mf.resolve_experiments(config)
+        mfp.resolve_experiments(config)
     assert error.value.path.endswith(path), str(error.value)
     assert words in str(error.value)
 
 
 def test_settings_without_weights_may_differ_from_the_parents():
     config = chained_config(override={"model": {"feedback": {"noise_std": 0.3}}})
-    assert mf.resolve_experiments(config)["adapt"].model.feedback.noise_std == 0.3
+    assert mfp.resolve_experiments(config)["adapt"].model.feedback.noise_std == 0.3
 
 
 def run_chain(tmp_path, config: dict, names) -> dict[str, mf.TrainResult]:
     """Trial specs and training of `names` in order, through the stage functions."""
-    experiments = mf.resolve_experiments(copy.deepcopy(config))
+    experiments = mfp.resolve_experiments(copy.deepcopy(config))
     for name in names:
         train_through_stages(experiments[name], tmp_path)
     return experiments
@@ -87,8 +88,8 @@ def run_chain(tmp_path, config: dict, names) -> dict[str, mf.TrainResult]:
 def test_a_child_starts_where_its_parent_ended(tmp_path):
     """Same seed, task and model: the child's first validation is its parent's last."""
     run_chain(tmp_path, chained_config(), ["quiet", "adapt"])
-    parent = mf.open_dataset(tmp_path / "quiet" / "history.zarr").validation_loss
-    child = mf.open_dataset(tmp_path / "adapt" / "history.zarr").validation_loss
+    parent = mfp.open_dataset(tmp_path / "quiet" / "history.zarr").validation_loss
+    child = mfp.open_dataset(tmp_path / "adapt" / "history.zarr").validation_loss
     np.testing.assert_allclose(
         child.isel(validation_step=0), parent.isel(validation_step=-1), rtol=1e-6
     )
@@ -103,7 +104,7 @@ def test_the_optimizer_state_continues_only_when_asked(tmp_path):
 
     def adam_count(name):
         like = mf.load_ensemble(tmp_path / name / "model")[0]
-        experiment = mf.resolve_experiments(config)[name]
+        experiment = mfp.resolve_experiments(config)[name]
         trainer = mf.Trainer(like, mf.Task(experiment.task), experiment.train)
         state = mf.load_optimizer_state(
             tmp_path / name / "model", jax.eval_shape(trainer.init, jax.random.key(0)).opt_state

@@ -20,7 +20,8 @@ import yaml
 from workflow_helpers import snakemake_env, tiny_config, train_through_stages
 
 import motorflow as mf
-from motorflow._cli import main
+import motorflow.pipeline as mfp
+from motorflow.pipeline._cli import main
 
 EXPERIMENT = "noisy"  # feedback noise on: a rollout can tell a right key from a wrong one
 
@@ -32,18 +33,18 @@ def results(tmp_path_factory) -> Path:
     config = tiny_config()
     config["trainings"]["quick"].update(n_batches=10, validation={"every": 5})
     config["evaluation"]["conditions"].pop("pulse")
-    experiment = mf.resolve_experiments(config)[EXPERIMENT]
+    experiment = mfp.resolve_experiments(config)[EXPERIMENT]
     results = tmp_path_factory.mktemp("cli") / "results"
     train_through_stages(experiment, results)
     folder = results / EXPERIMENT
-    mf.evaluate_experiment(
+    mfp.evaluate_experiment(
         experiment,
         model_path=folder / "model",
         eval_path=results / "trials" / experiment.dataset / "eval.zarr",
         states_path=folder / "states.zarr",
         metrics_path=folder / "metrics.zarr",
         table_path=folder / "metrics.csv",
-        evaluation=mf.parse_config(config).evaluation,
+        evaluation=mfp.parse_config(config).evaluation,
     )
     return results
 
@@ -70,7 +71,7 @@ def reported(block: str, what: str) -> tuple[float, int]:
 def test_info_reports_each_replicates_losses_as_the_history_holds_them(results, capsys):
     code, out, _ = run(capsys, "info", results / EXPERIMENT)
     assert code == 0
-    history = mf.open_dataset(results / EXPERIMENT / "history.zarr")
+    history = mfp.open_dataset(results / EXPERIMENT / "history.zarr")
     total = history.loss.sel(term="total")
     validation = history.validation_loss.sel(term="total")
     blocks = replicate_blocks(out)
@@ -110,9 +111,9 @@ def test_info_shows_each_replicates_metric_means_from_the_table(results, capsys)
 
 def test_info_says_what_is_not_written_yet_and_which_replicate_diverged(results, capsys):
     trained_only = results / "trained_only"
-    history = mf.open_dataset(results / EXPERIMENT / "history.zarr")
+    history = mfp.open_dataset(results / EXPERIMENT / "history.zarr")
     history["diverged_at"][:] = [-1, 7]
-    mf.write_dataset(history, trained_only / "history.zarr")
+    mfp.write_dataset(history, trained_only / "history.zarr")
     shutil.copytree(results / EXPERIMENT / "model", trained_only / "model")
     code, out, _ = run(capsys, "info", trained_only)
     shutil.rmtree(trained_only)
@@ -157,7 +158,7 @@ def test_a_replicate_out_of_range_is_refused_with_the_valid_range(
 
 def noisy_rollouts(model: mf.ClosedLoop, key: jax.Array) -> mf.Rollout:
     """One model on the task's center-out reaches, noise drawn from `key`."""
-    config = mf.resolve_experiments(tiny_config())[EXPERIMENT]
+    config = mfp.resolve_experiments(tiny_config())[EXPERIMENT]
     task = mf.Task(config.task)
     trials = task.eval_trials().trials
     keys = jax.random.split(key, trials.init_pos.shape[0])
@@ -238,7 +239,7 @@ def test_export_replaces_an_earlier_export_but_no_other_folder(results, capsys, 
 def test_schema_is_a_subcommand(capsys):
     code, out, _ = run(capsys, "schema")
     assert code == 0 and out.startswith("# Generated from motorflow's typed config")
-    assert yaml.safe_load(out) == mf.config_json_schema()
+    assert yaml.safe_load(out) == mfp.config_json_schema()
 
 
 def test_the_installed_command_runs(results):

@@ -1,6 +1,7 @@
 import pytest
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def test_defaults_round_trip_through_plain_dicts():
@@ -82,9 +83,9 @@ def test_evaluation_conditions_replace_the_default_and_keep_their_order():
         "trainings": {"x": {}},
         "experiments": {"e": {"task": "t", "model": "m", "training": "x"}},
     }
-    assert list(mf.parse_config(base).evaluation.conditions) == ["unperturbed"]
+    assert list(mfp.parse_config(base).evaluation.conditions) == ["unperturbed"]
     conditions = {"curl_ccw": [{"kind": "curl", "direction": "ccw"}], "none": []}
-    settings = mf.parse_config({**base, "evaluation": {"conditions": conditions}})
+    settings = mfp.parse_config({**base, "evaluation": {"conditions": conditions}})
     assert list(settings.evaluation.conditions) == ["curl_ccw", "none"]
     assert settings.evaluation.goal_radius == 0.05  # the rest of the block keeps its defaults
     (curl,) = settings.evaluation.conditions["curl_ccw"]

@@ -9,6 +9,7 @@ import yaml
 from workflow_helpers import REPO
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 DOC = (REPO / "config" / "README.md").read_text()
 # Each documented section and the typed config its table describes.
@@ -16,7 +17,7 @@ SECTIONS = {
     "## `tasks.<name>`": mf.TaskConfig,
     "## `models.<name>`": mf.ModelConfig,
     "## `trainings.<name>`": mf.TrainConfig,
-    "## Other sections": mf.WorkflowConfig,
+    "## Other sections": mfp.WorkflowConfig,
 }
 # Keys of WorkflowConfig documented in sections of their own (or as named blocks).
 ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "protocols", "resources")
@@ -44,21 +45,21 @@ def documented(key: str, rows: dict[str, str]) -> bool:
 
 
 def defaults(block: type) -> dict[str, object]:
-    if block is mf.WorkflowConfig:
-        config = mf.parse_config(
+    if block is mfp.WorkflowConfig:
+        config = mfp.parse_config(
             {section: {"x": {}} for section in ("tasks", "models", "trainings")}
             | {"experiments": {"x": {"task": "x", "model": "x", "training": "x"}}}
         )
         return {
             key: value
-            for key, value in mf.flatten_settings(config.filled_sections()).items()
+            for key, value in mfp.flatten_settings(config.filled_sections()).items()
             if key.split(".")[0] not in ELSEWHERE
         }
     if block is mf.TaskConfig:
         # The keys every kind has; each kind's own are under its `### kind:` heading.
-        settings = mf.flatten_settings(mf.ReachConfig().to_dict())
+        settings = mfp.flatten_settings(mf.ReachConfig().to_dict())
         return {k: v for k, v in settings.items() if k.split(".")[0] in block.model_fields}
-    return mf.flatten_settings(block().to_dict())
+    return mfp.flatten_settings(block().to_dict())
 
 
 @pytest.mark.parametrize("heading", SECTIONS)
@@ -88,7 +89,7 @@ def check_kind_documented(config, registry, base) -> None:
         if parent is not base and parent in registry.values():
             inherited |= table(f"### `kind: {parent().kind}`")
     common = set(base.model_fields)
-    for key, value in mf.flatten_settings(config.to_dict()).items():
+    for key, value in mfp.flatten_settings(config.to_dict()).items():
         if key.split(".")[0] in common:
             continue
         assert key in rows or key in inherited, f"{kind}: {key} is not documented"
@@ -134,7 +135,7 @@ def test_every_perturbation_key_is_documented_with_its_default(kind):
 
 def test_every_resources_key_is_documented():
     rows = table("## `resources.<stage>`")
-    assert set(rows) == set(mf.WorkflowConfig.model_fields["resources"].default.train.to_dict())
+    assert set(rows) == set(mfp.WorkflowConfig.model_fields["resources"].default.train.to_dict())
 
 
 @pytest.mark.parametrize("kind", sorted(mf.CONSTRAINTS))

@@ -8,6 +8,7 @@ import yaml
 from workflow_helpers import make_workdir, snakemake, tiny_config, write_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 TINY = yaml.safe_dump(tiny_config(), sort_keys=False)
 
@@ -47,7 +48,7 @@ def test_a_malformed_file_names_file_and_line(tmp_path, name):
     path = tmp_path / "config.yaml"
     path.write_text(text)
     with pytest.raises(mf.ConfigError) as error:
-        mf.load_config_file(path)
+        mfp.load_config_file(path)
     message = str(error.value)
     assert str(path) in message and where in message, message
     for word in words:
@@ -58,27 +59,27 @@ def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_bytes(b"a: 1\nb: caf\xe9\n")
     with pytest.raises(mf.ConfigError, match=r"line 2.*not UTF-8"):
-        mf.load_config_file(path)
+        mfp.load_config_file(path)
 
 
 def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("a: [" + "1, " * 400_000 + "1]\n")
     with pytest.raises(mf.ConfigError, match="at most 1,000,000 bytes"):
-        mf.load_config_file(path)
+        mfp.load_config_file(path)
 
 
 def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
     with pytest.raises(mf.ConfigError, match="nested more than 64 levels"):
-        mf.load_config_file(path)
+        mfp.load_config_file(path)
     # The top mapping and 63 lists are 64 levels: still read.
     path.write_text("a: " + "[" * 63 + "]" * 63 + "\n")
     nested = []
     for _ in range(62):
         nested = [nested]
-    assert mf.load_config_file(path)["a"] == nested
+    assert mfp.load_config_file(path)["a"] == nested
 
 
 @pytest.mark.parametrize(
@@ -98,7 +99,7 @@ def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
 def test_numbers_follow_yaml_1_2(tmp_path, text, value):
     path = tmp_path / "config.yaml"
     path.write_text(f"a: {text}\n")
-    loaded = mf.load_config_file(path)["a"]
+    loaded = mfp.load_config_file(path)["a"]
     assert loaded == value and type(loaded) is type(value)
 
 
@@ -109,8 +110,8 @@ def test_a_learning_rate_written_1e_3_trains_with_1e_3(tmp_path):
             "trainings:\n  quick:\n", "trainings:\n  quick:\n    optimizer: {learning_rate: 1e-3}\n"
         )
     )
-    config = mf.load_config_file(path)
-    experiments = mf.resolve_experiments(config)
+    config = mfp.load_config_file(path)
+    experiments = mfp.resolve_experiments(config)
     assert experiments["quiet"].train.optimizer.learning_rate == 0.001
 
 

@@ -17,8 +17,9 @@ import pytest
 from workflow_helpers import REPO, tiny_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
-SCHEMA = mf.load_config_file(REPO / "workflow/schemas/config.schema.yaml")
+SCHEMA = mfp.load_config_file(REPO / "workflow/schemas/config.schema.yaml")
 MUTANTS_PER_BASE = 500
 
 # Values of every JSON type, in and out of every range a setting has.
@@ -100,8 +101,8 @@ def test_mutated_configs_get_a_config_error_or_resolve(base):
     for _ in range(MUTANTS_PER_BASE):
         config = mutate(base(), rng)
         try:
-            settings = mf.parse_config(config)
-            mf.resolve_experiments(settings)
+            settings = mfp.parse_config(config)
+            mfp.resolve_experiments(settings)
         except mf.ConfigError as error:
             rejected += 1
             assert error.path and error.message, repr(error)
@@ -113,4 +114,4 @@ def test_mutated_configs_get_a_config_error_or_resolve(base):
 
 
 def test_the_rich_base_config_is_valid():
-    assert len(mf.resolve_experiments(rich_config())) == 5
+    assert len(mfp.resolve_experiments(rich_config())) == 5

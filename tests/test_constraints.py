@@ -8,7 +8,14 @@ import pytest
 from conftest import assert_trees_equal
 
 import motorflow as mf
-from motorflow._constraints import Connectivity, Constraints, Dale, SpectralNorm, SpectralRadius
+import motorflow.pipeline as mfp
+from motorflow._training._constraints import (
+    Connectivity,
+    Constraints,
+    Dale,
+    SpectralNorm,
+    SpectralRadius,
+)
 
 CAP = 0.1
 CONSTRAINED = [
@@ -130,7 +137,7 @@ def test_a_cell_without_one_recurrent_matrix_cannot_be_constrained():
         "experiments": {"e": {"task": "reach", "model": "gru", "training": "dale"}},
     }
     with pytest.raises(mf.ConfigError, match="experiments.e.training.constraints") as error:
-        mf.resolve_experiments(config)
+        mfp.resolve_experiments(config)
     assert "rnn or leaky" in str(error.value)
     ensemble = mf.make_ensemble(
         mf.ModelConfig(), n_replicates=1, n_task_inputs=2, key=jax.random.key(0)

@@ -14,20 +14,20 @@ import time
 import pytest
 from workflow_helpers import make_workdir, snakemake, tiny_config
 
-import motorflow as mf
-from motorflow import _devices
+import motorflow.pipeline as mfp
+from motorflow.pipeline import _devices
 
 HOLD_GPUS = """
 import sys, time
-from motorflow import claim_gpus
+from motorflow.pipeline import claim_gpus
 print(",".join(claim_gpus({n}, pool={pool!r}, lock_dir={lock_dir!r})), flush=True)
 time.sleep(600)
 """
 
 SET_UP = """
 import json, os, jax
-import motorflow as mf
-mf.use_devices(cpu_devices=2, gpus={gpus})
+import motorflow.pipeline as mfp
+mfp.use_devices(cpu_devices=2, gpus={gpus})
 print(json.dumps({{
     "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
     "preallocate": os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"),
@@ -54,8 +54,8 @@ def hold_gpus(n, pool, lock_dir):
 
 
 def test_concurrent_claims_get_distinct_gpus(tmp_path):
-    first = mf.claim_gpus(1, pool=["0", "1", "2"], lock_dir=tmp_path)
-    second = mf.claim_gpus(2, pool=["0", "1", "2"], lock_dir=tmp_path)
+    first = mfp.claim_gpus(1, pool=["0", "1", "2"], lock_dir=tmp_path)
+    second = mfp.claim_gpus(2, pool=["0", "1", "2"], lock_dir=tmp_path)
     assert sorted(first + second) == ["0", "1", "2"]
 
 
@@ -65,7 +65,7 @@ def test_a_claim_waits_until_a_job_holding_the_gpus_dies(tmp_path):
     got = []
     waiter = threading.Thread(
         target=lambda: got.extend(
-            mf.claim_gpus(1, pool=["0", "1"], lock_dir=tmp_path, poll_seconds=0.05)
+            mfp.claim_gpus(1, pool=["0", "1"], lock_dir=tmp_path, poll_seconds=0.05)
         ),
         daemon=True,
     )
@@ -80,7 +80,7 @@ def test_a_claim_waits_until_a_job_holding_the_gpus_dies(tmp_path):
 
 def test_asking_for_more_gpus_than_visible_is_a_clear_error(tmp_path):
     with pytest.raises(ValueError, match=r"asks for 2 GPU\(s\) but only 1 are visible \(7\)"):
-        mf.claim_gpus(2, pool=["7"], lock_dir=tmp_path)
+        mfp.claim_gpus(2, pool=["7"], lock_dir=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_asking_for_more_gpus_than_visible_is_a_clear_error(tmp_path):
 )
 def test_visible_gpus_follow_cuda_visible_devices(monkeypatch, listed, pool):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", listed)
-    assert mf.visible_gpus() == pool
+    assert mfp.visible_gpus() == pool
 
 
 def set_up_devices(tmp_path, gpus, **env):
@@ -136,7 +136,7 @@ def test_devices_cannot_change_once_jax_has_started():
 
     jax.devices()
     with pytest.raises(Exception, match="jax_num_cpu_devices"):
-        mf.use_devices(cpu_devices=2)
+        mfp.use_devices(cpu_devices=2)
 
 
 @pytest.mark.workflow

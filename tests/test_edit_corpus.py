@@ -1,6 +1,6 @@
 """Every config edit changes the params of exactly the jobs whose results depend on it.
 
-The rule params are the settings `mf.job_settings` gives each job (one param per
+The rule params are the settings `mfp.job_settings` gives each job (one param per
 setting), so Snakemake reruns a job exactly when one of them changes;
 `test_edits_workflow.py` checks with the real `snakemake` that it does, and that
 the rerun equals a fresh run.
@@ -13,14 +13,14 @@ import copy
 import pytest
 from workflow_helpers import at, tiny_config
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 BOTH = ("quiet", "noisy")
 
 
 def settings_of(config: dict) -> dict:
-    settings = mf.parse_config(copy.deepcopy(config))
-    return mf.job_settings(settings, mf.resolve_experiments(settings))
+    settings = mfp.parse_config(copy.deepcopy(config))
+    return mfp.job_settings(settings, mfp.resolve_experiments(settings))
 
 
 def changed_jobs(before: dict, after: dict) -> set[str]:
@@ -383,10 +383,10 @@ def test_a_delayed_reach_setting_makes_every_stage_of_the_task_stale(edit):
 
 def _resolved_settings(config: dict) -> dict[str, dict]:
     return {
-        name: mf.flatten_settings(
+        name: mfp.flatten_settings(
             {"task": exp.task.to_dict(), "model": exp.model.to_dict(), "train": exp.train.to_dict()}
         )
-        for name, exp in mf.resolve_experiments(config).items()
+        for name, exp in mfp.resolve_experiments(config).items()
     }
 
 
@@ -417,21 +417,21 @@ def test_the_dry_run_reason_names_only_the_changed_setting():
     edited["models"]["small"]["feedback"]["delay"] = 3
     old = settings_of(config)[("train", "quiet")]
     new = settings_of(edited)[("train", "quiet")]
-    old_params = {mf.setting_param(k, v) for k, v in old.items()}
-    new_params = {mf.setting_param(k, v) for k, v in new.items()}
+    old_params = {mfp.setting_param(k, v) for k, v in old.items()}
+    new_params = {mfp.setting_param(k, v) for k, v in new.items()}
     assert old_params - new_params == {"model.feedback.delay=1"}
     assert new_params - old_params == {"model.feedback.delay=3"}
 
 
 def _recorded(settings: dict, rule: str, key: str) -> set[str]:
     """What Snakemake records for a job: the set of its param values."""
-    return {values[key] for values in mf.rule_params(settings, rule)}
+    return {values[key] for values in mfp.rule_params(settings, rule)}
 
 
 def test_each_job_records_exactly_its_own_settings():
     settings = settings_of(tiny_config())
     for rule, key in settings:
-        expected = {mf.setting_param(k, v) for k, v in settings[(rule, key)].items()}
+        expected = {mfp.setting_param(k, v) for k, v in settings[(rule, key)].items()}
         assert _recorded(settings, rule, key) == expected, (rule, key)
 
 
@@ -452,8 +452,8 @@ def test_a_job_with_settings_of_its_own_changes_nothing_recorded_for_the_others(
 def test_setting_params_read_back_as_the_settings():
     settings = settings_of(tiny_config())
     for (rule, _), flat in settings.items():
-        params = [mf.setting_param(k, v) for k, v in flat.items()]
-        assert mf.flatten_settings(mf.parse_setting_params(params)) == flat, rule
+        params = [mfp.setting_param(k, v) for k, v in flat.items()]
+        assert mfp.flatten_settings(mfp.parse_setting_params(params)) == flat, rule
 
 
 @pytest.mark.parametrize(
@@ -516,7 +516,7 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     config["figures"] = {"dpi": 40}
     config["evaluation"] = {}
     config["resources"] = {"train": {"threads": 4}}
-    filled = mf.parse_config(config).filled_sections()
+    filled = mfp.parse_config(config).filled_sections()
     assert filled["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
     assert filled["evaluation"] == {
         "model": "final",
@@ -527,7 +527,7 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     assert filled["resources"]["train"]["threads"] == 4
     assert (
         filled["resources"]["train"]["mem_mb"]
-        == mf.WorkflowConfig.model_fields["resources"].default.train.mem_mb
+        == mfp.WorkflowConfig.model_fields["resources"].default.train.mem_mb
     )
 
 
@@ -535,7 +535,7 @@ def test_a_partial_loss_override_keeps_the_other_terms_and_the_discount():
     config = tiny_config()
     config["trainings"]["quick"]["loss"] = {"effort": {"weight": 0.001}}
     config["experiments"]["noisy"]["override"]["training"] = {"loss": {"position": {"weight": 2}}}
-    loss = mf.resolve_experiments(config)["noisy"].train.loss.to_dict()
+    loss = mfp.resolve_experiments(config)["noisy"].train.loss.to_dict()
     assert loss == {
         "position": {"weight": 2, "discount_power": 6.0},
         "final_velocity": {"weight": 1.0},

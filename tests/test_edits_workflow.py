@@ -23,7 +23,7 @@ from workflow_helpers import (
     write_config,
 )
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 pytestmark = pytest.mark.workflow
 
@@ -155,14 +155,14 @@ def fresh_results(config: dict, root: Path) -> None:
     Only the stages the workflow test ran: evaluation for `EVALUATED` experiments.
     """
     config = copy.deepcopy(config)
-    settings = mf.parse_config(config)
-    experiments = mf.resolve_experiments(settings)
+    settings = mfp.parse_config(config)
+    experiments = mfp.resolve_experiments(settings)
     results = root / "results"
     for name, exp in experiments.items():
         train_through_stages(exp, results)
         if name not in EVALUATED:
             continue
-        mf.evaluate_experiment(
+        mfp.evaluate_experiment(
             exp,
             model_path=results / name / "model",
             eval_path=results / "trials" / exp.dataset / "eval.zarr",
@@ -270,8 +270,8 @@ def test_parsing_the_workflow_starts_no_accelerator(edited):
 
 def test_a_delayed_reach_is_scored_from_its_go_cue(edited):
     workdir, config, *_ = edited
-    task = mf.resolve_experiments(config)["kind"].task
-    states = mf.open_dataset(workdir / "results/kind/states.zarr")
+    task = mfp.resolve_experiments(config)["kind"].task
+    states = mfp.open_dataset(workdir / "results/kind/states.zarr")
     np.testing.assert_allclose(states.go_time, task.evaluation_go_step * 0.05)
     table = pd.read_csv(workdir / "results/kind/metrics.csv")
     assert "reaction_time" in table and table.reaction_time.notna().all()

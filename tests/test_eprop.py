@@ -10,11 +10,11 @@ import pytest
 from conftest import assert_trees_equal, tiny_model_config, tiny_task, tiny_train_config
 
 import motorflow as mf
-from motorflow._ensemble import take_replicate
-from motorflow._learning import BPTT, EProp, eligibility_gradient
-from motorflow._learning._eprop import CellWeights
-from motorflow._loop import Probe
-from motorflow._paths import attribute_getter
+from motorflow._model._attribute_paths import attribute_getter
+from motorflow._model._ensemble import take_replicate
+from motorflow._model._loop import Probe
+from motorflow._training.rules import BPTT, EProp, eligibility_gradient
+from motorflow._training.rules._eprop import CellWeights
 
 
 def test_the_traces_give_the_hand_derived_update_of_a_one_unit_leaky_network():
@@ -134,7 +134,7 @@ def test_a_probed_rollout_has_the_plain_rollouts_values():
     task_input = jnp.tile(jnp.asarray([0.3, -0.2]), (10, 1))
     probe = Probe(output=jnp.zeros((10, 2)), hidden=jnp.zeros((10, 8)))
     runs = [
-        model.rollout(jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), probe=p)
+        model.rollout(jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), options=mf.RolloutOptions(probe=p))
         for p in (None, probe)
     ]
     assert_trees_equal(runs[0], runs[1])

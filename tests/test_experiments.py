@@ -3,12 +3,13 @@ import pytest
 from workflow_helpers import REPO, tiny_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
-SCHEMA = mf.load_config_file(REPO / "workflow/schemas/config.schema.yaml")
+SCHEMA = mfp.load_config_file(REPO / "workflow/schemas/config.schema.yaml")
 
 
 def test_overrides_merge_into_the_named_blocks():
-    experiments = mf.resolve_experiments(tiny_config())
+    experiments = mfp.resolve_experiments(tiny_config())
     assert experiments["noisy"].model.feedback.noise_std == 0.1
     assert experiments["noisy"].model.feedback.delay == 1  # kept from the block
     assert experiments["quiet"].model.feedback.noise_std == 0.0
@@ -18,7 +19,7 @@ def test_overrides_merge_into_the_named_blocks():
 def test_experiments_with_the_same_data_settings_share_a_dataset():
     config = tiny_config()
     config["experiments"]["reseeded"] = {**config["experiments"]["quiet"], "seed": 1}
-    experiments = mf.resolve_experiments(config)
+    experiments = mfp.resolve_experiments(config)
     assert experiments["quiet"].dataset == experiments["noisy"].dataset
     assert experiments["reseeded"].dataset != experiments["quiet"].dataset
     assert experiments["quiet"].dataset.startswith("reach-")
@@ -32,7 +33,7 @@ def test_a_sweep_expands_every_grid_point_into_a_named_experiment():
             "grid": {"model.feedback.noise_std": [0.05, 0.2], "model.network.hidden_size": [4, 16]},
         }
     }
-    experiments = mf.resolve_experiments(config)
+    experiments = mfp.resolve_experiments(config)
     swept = {name: exp for name, exp in experiments.items() if name.startswith("grid-")}
     assert set(swept) == {
         "grid-noise_std0p05-hidden_size4",
@@ -106,7 +107,7 @@ def test_bad_configs_name_the_key_path(edit, path, words):
     config = tiny_config()
     edit(config)
     with pytest.raises(mf.ConfigError) as error:
-        mf.resolve_experiments(config)
+        mfp.resolve_experiments(config)
     assert error.value.path == path
     assert words in str(error.value)
 
@@ -122,14 +123,14 @@ def test_bad_configs_name_the_key_path(edit, path, words):
     ],
 )
 def test_shipped_configs_are_valid(name):
-    config = mf.load_config_file(REPO / "config" / name)
+    config = mfp.load_config_file(REPO / "config" / name)
     jsonschema.validate(config, SCHEMA)
-    assert mf.resolve_experiments(config)
+    assert mfp.resolve_experiments(config)
 
 
 def test_the_schema_file_is_the_one_the_typed_config_generates():
     """One source of truth: regenerate with `python -m motorflow schema`."""
-    assert SCHEMA == mf.config_json_schema(), (
+    assert SCHEMA == mfp.config_json_schema(), (
         "workflow/schemas/config.schema.yaml is stale: run "
         "`python -m motorflow schema > workflow/schemas/config.schema.yaml`"
     )
@@ -144,7 +145,7 @@ def test_the_schema_accepts_every_library_key_with_its_default():
     config["models"]["full"] = mf.ModelConfig().to_dict()
     config["trainings"]["full"] = mf.TrainConfig().to_dict()
     config["experiments"]["quiet"]["override"] = {"model": mf.ModelConfig().to_dict()}
-    config.update(mf.parse_config(config).filled_sections())
+    config.update(mfp.parse_config(config).filled_sections())
     jsonschema.validate(config, SCHEMA)
     for section in ("tasks", "models", "trainings"):
         config = tiny_config()
@@ -152,14 +153,14 @@ def test_the_schema_accepts_every_library_key_with_its_default():
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(config, SCHEMA)
         with pytest.raises(mf.ConfigError, match="unknown_key"):
-            mf.parse_config(config)
+            mfp.parse_config(config)
 
 
 def test_experiment_keys_are_distinct_and_reproducible():
     import jax
     import numpy as np
 
-    keys = mf.experiment_keys(3)
+    keys = mfp.experiment_keys(3)
     data = {name: np.asarray(jax.random.key_data(key)) for name, key in keys.items()}
     assert len({d.tobytes() for d in data.values()}) == len(keys) == 7
     # A stream added later leaves the earlier ones' keys as they were: fold_in(root, i).
@@ -168,6 +169,6 @@ def test_experiment_keys_are_distinct_and_reproducible():
         np.testing.assert_array_equal(
             data[name], jax.random.key_data(jax.random.fold_in(root, index))
         )
-    again = mf.experiment_keys(3)
+    again = mfp.experiment_keys(3)
     for name in keys:
         np.testing.assert_array_equal(jax.random.key_data(again[name]), data[name])

@@ -10,9 +10,9 @@ import pytest
 from conftest import assert_trees_equal, tiny_model_config, tiny_task
 
 import motorflow as mf
-from motorflow._ensemble import take_replicate
-from motorflow._episode import run_trials
-from motorflow._learning import LEARNING_RULES, TruncatedBPTT, target_outputs
+from motorflow._model._ensemble import take_replicate
+from motorflow._model._episode import run_trials
+from motorflow._training.rules import LEARNING_RULES, TruncatedBPTT, target_outputs
 
 N_STEPS = 12
 
@@ -24,7 +24,7 @@ def _hidden_jacobian(window: int | None) -> np.ndarray:
 
     def hidden(task_input):
         rollout = model.rollout(
-            jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), gradient_window=window
+            jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), options=mf.RolloutOptions(gradient_window=window)
         )
         return rollout.hidden
 
@@ -50,7 +50,7 @@ def test_the_forward_rollout_is_the_same_whatever_the_window():
     task_input = jnp.tile(jnp.asarray([0.3, -0.2]), (N_STEPS, 1))
     runs = [
         model.rollout(
-            jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), gradient_window=w
+            jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), options=mf.RolloutOptions(gradient_window=w)
         )
         for w in (None, 3)
     ]

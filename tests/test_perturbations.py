@@ -8,6 +8,7 @@ import pytest
 from conftest import tiny_model_config, tiny_task
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 from motorflow._perturb import endpoint_force
 from motorflow._plant import step
 
@@ -247,14 +248,14 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
     )
     task = mf.Task(config)
     trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=3, batch_size=4)
-    mf.write_trials(trials, tmp_path / "train.zarr")
-    back = mf.read_trials(tmp_path / "train.zarr")
+    mfp.write_trials(trials, tmp_path / "train.zarr")
+    back = mfp.read_trials(tmp_path / "train.zarr")
     assert back.perturbations == trials.perturbations
     for name, values in trials.params[0].items():
         np.testing.assert_array_equal(back.params[0][name], values)
     validation = task.validation_set(jax.random.key(1))
-    mf.write_dataset(mf.center_out_dataset(validation), tmp_path / "eval.zarr")
-    again = mf.read_center_out(tmp_path / "eval.zarr")
+    mfp.write_dataset(mfp.center_out_dataset(validation), tmp_path / "eval.zarr")
+    again = mfp.read_center_out(tmp_path / "eval.zarr")
     assert again.trials.perturbations == config.perturbations
     np.testing.assert_array_equal(
         again.trials.params[0]["angle"], validation.trials.params[0]["angle"]

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import motorflow as mf
-from motorflow._learning import minimum_jerk, rls_update, target_outputs
 from motorflow._plant import step
 from motorflow._task import Trials
+from motorflow._training.rules import minimum_jerk, rls_update, target_outputs
 
 
 def test_rls_ends_at_the_ridge_solution_of_every_sample_seen():

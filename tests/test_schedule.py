@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_trees_equal
 
 import motorflow as mf
-from motorflow._schedule import WallClock
+from motorflow._training._schedule import WallClock
 
 
 def batches(n_batches: int, **schedule) -> list[int]:

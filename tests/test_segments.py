@@ -11,8 +11,8 @@ import pytest
 from conftest import assert_trees_equal, tiny_model_config
 
 import motorflow as mf
-from motorflow._episode import run_segment, run_trials, trial_drive
 from motorflow._losses import Span, loss_terms
+from motorflow._model._episode import run_segment, run_trials, trial_drive
 
 N_STEPS = 14
 

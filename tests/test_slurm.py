@@ -28,7 +28,7 @@ from workflow_helpers import (
     tiny_config,
 )
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 CLUSTER = REPO / "tests" / "slurm" / "local-cluster.sh"
 # Short: slurmd keeps Unix sockets in its spool folder (paths of at most 108 bytes).
@@ -122,8 +122,8 @@ def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_p
 
     assert_same_results(local, cluster, ["quiet"], (*EXPERIMENT_STORES, "analysis.zarr"))
     xr.testing.assert_identical(
-        mf.open_dataset(local / "results/summary.zarr"),
-        mf.open_dataset(cluster / "results/summary.zarr"),
+        mfp.open_dataset(local / "results/summary.zarr"),
+        mfp.open_dataset(cluster / "results/summary.zarr"),
     )
     for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed", "quiet/pca"):
         assert (cluster / f"results/figures/{figure}.png").stat().st_size > 0

@@ -8,7 +8,7 @@ import optax
 from conftest import assert_trees_equal
 
 import motorflow as mf
-from motorflow._run_record import named_arrays
+from motorflow._training._run_record import named_arrays
 
 SNAPSHOTS = {"batches": {"every": 15, "at": [4]}}
 

@@ -13,7 +13,7 @@ from motorflow._analysis._statistics import (
     summarise,
     summary_table,
 )
-from motorflow._history import empty_history, history_dataset
+from motorflow._training._history import empty_history, history_dataset
 
 CONDITIONS = ["null", "curl"]
 

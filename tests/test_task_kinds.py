@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 EVAL = {"center": [0.1, 0.2], "n_directions": 4, "distances": [0.2, 0.3]}
 
@@ -87,17 +88,17 @@ def test_posture_trials_hold_where_they_start_at_every_step():
 def test_go_steps_survive_the_trial_stores(tmp_path):
     t = task("delayed_reach", go_step=[2, 7])
     trials = t.training_trials(jax.random.key(5), n_replicates=2, n_batches=3, batch_size=4)
-    mf.write_trials(trials, tmp_path / "train.zarr")
-    np.testing.assert_array_equal(mf.read_trials(tmp_path / "train.zarr").go_step, trials.go_step)
-    mf.write_dataset(mf.center_out_dataset(t.eval_trials()), tmp_path / "eval.zarr")
-    stored = mf.read_center_out(tmp_path / "eval.zarr")
+    mfp.write_trials(trials, tmp_path / "train.zarr")
+    np.testing.assert_array_equal(mfp.read_trials(tmp_path / "train.zarr").go_step, trials.go_step)
+    mfp.write_dataset(mfp.center_out_dataset(t.eval_trials()), tmp_path / "eval.zarr")
+    stored = mfp.read_center_out(tmp_path / "eval.zarr")
     np.testing.assert_array_equal(stored.trials.go_step, t.eval_trials().trials.go_step)
     reach = task("reach").training_trials(
         jax.random.key(5), n_replicates=1, n_batches=2, batch_size=3
     )
-    mf.write_trials(reach, tmp_path / "reach.zarr")
-    assert "go_step" not in mf.open_dataset(tmp_path / "reach.zarr")
-    assert mf.read_trials(tmp_path / "reach.zarr").go_step is None
+    mfp.write_trials(reach, tmp_path / "reach.zarr")
+    assert "go_step" not in mfp.open_dataset(tmp_path / "reach.zarr")
+    assert mfp.read_trials(tmp_path / "reach.zarr").go_step is None
 
 
 def test_training_refuses_trials_of_another_kind(tiny):
@@ -125,7 +126,7 @@ def test_a_trained_network_waits_for_the_go_cue_and_then_reaches():
             "log": {"every": 100},
         }
     )
-    keys = mf.experiment_keys(0)
+    keys = mfp.experiment_keys(0)
     ensemble = mf.make_ensemble(model, n_replicates=1, n_task_inputs=3, key=keys["init"])
     trials = t.training_trials(keys["trials"], n_replicates=1, n_batches=400, batch_size=64)
     trained = mf.train(ensemble, trials, t, train, key=keys["train"], progress=False).ensemble

@@ -10,7 +10,7 @@ pytest.importorskip("tensorboardX")
 from tensorboardX.proto import event_pb2
 from workflow_helpers import at, tiny_config, train_through_stages
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def read_events(path):
@@ -99,8 +99,8 @@ def test_without_tensorboardx_a_run_says_what_to_install(tiny, tmp_path, monkeyp
 def test_the_train_stage_writes_event_files_per_training_configuration(tmp_path):
     config = tiny_config()
     at("trainings.quick.tensorboard", True)(config)
-    settings = mf.parse_config(config)
-    experiment = mf.resolve_experiments(settings)["quiet"]
+    settings = mfp.parse_config(config)
+    experiment = mfp.resolve_experiments(settings)["quiet"]
     train_through_stages(experiment, tmp_path)
     runs = list((tmp_path / experiment.name / "tensorboard").iterdir())
     assert len(runs) == 1 and (tmp_path / experiment.name / "checkpoints").exists()

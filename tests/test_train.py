@@ -8,8 +8,8 @@ import pytest
 from conftest import assert_trees_equal
 
 import motorflow as mf
-from motorflow._divergence import DivergencePolicy
-from motorflow._train import _chunk_inputs
+from motorflow._training._divergence import DivergencePolicy
+from motorflow._training._driver import _chunk_inputs
 
 
 class Interrupt(Exception):

@@ -6,7 +6,7 @@ import pytest
 from conftest import assert_trees_equal
 
 import motorflow as mf
-from motorflow._train import _chunk_inputs
+from motorflow._training._driver import _chunk_inputs
 
 
 def first_batch(setup):

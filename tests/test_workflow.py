@@ -32,6 +32,7 @@ from workflow_helpers import (
 )
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 
 pytestmark = pytest.mark.workflow
 
@@ -193,7 +194,7 @@ def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipelin
     (trials,) = (results / "trials").iterdir()
     zarr.open_group(trials / "train.zarr", mode="r+")["goal_pos"][1, 5, 0, 0] = np.nan
     snakemake(workdir)
-    history = mf.open_dataset(results / "quiet" / "history.zarr")
+    history = mfp.open_dataset(results / "quiet" / "history.zarr")
     assert history.diverged_at.values.tolist() == [-1, 5]
     assert np.isnan(history.loss.sel(term="total", replicate=1, batch=slice(5, None))).all()
     assert np.isnan(history.loss.sel(replicate=1, batch=slice(6, None))).all()
@@ -201,7 +202,7 @@ def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipelin
     assert mf.load_training_record(results / "quiet" / "model")["diverged_at"] == [-1, 5]
     log = (results / "logs" / "train" / "quiet.log").read_text()
     assert "Replicate 1 diverged at batch 5" in log
-    final = mf.open_dataset(results / "quiet" / "metrics.zarr")
+    final = mfp.open_dataset(results / "quiet" / "metrics.zarr")
     assert final.diverged_at.values.tolist() == [-1, 5]
     assert np.isnan(final.endpoint_error.sel(replicate=1)).all()
     assert np.isfinite(final.endpoint_error.sel(replicate=0)).all()
@@ -224,9 +225,9 @@ def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipelin
         "all",
     }
     snakemake(workdir)
-    best = mf.open_dataset(results / "quiet" / "metrics.zarr")
+    best = mfp.open_dataset(results / "quiet" / "metrics.zarr")
     assert np.isfinite(best.endpoint_error).all()
-    states = mf.open_dataset(results / "quiet" / "states.zarr")
+    states = mfp.open_dataset(results / "quiet" / "states.zarr")
     assert json.loads(states.attrs["parameters"]) == "best"
 
 
@@ -413,7 +414,7 @@ def test_the_report_renders_with_what_the_first_readme_command_installs(finished
 def _report_config(loaded: dict) -> dict:
     """The config the report renders with, made as workflow/rules/common.smk makes it."""
     config = copy.deepcopy(loaded)
-    config.update(mf.parse_config(loaded).filled_sections())
+    config.update(mfp.parse_config(loaded).filled_sections())
     return config
 
 
@@ -439,7 +440,7 @@ def _config_with_sweeps_and_chains() -> dict:
 @pytest.mark.parametrize(
     "loaded",
     [
-        pytest.param(lambda: mf.load_config_file(REPO / "config/config.yaml"), id="default"),
+        pytest.param(lambda: mfp.load_config_file(REPO / "config/config.yaml"), id="default"),
         pytest.param(tiny_config, id="tiny"),
         pytest.param(_config_with_sweeps_and_chains, id="sweeps"),
     ],

@@ -153,6 +153,7 @@ def assert_same_results(
     import xarray as xr
 
     import motorflow as mf
+    import motorflow.pipeline as mfp
 
     stores = [
         Path("trials", d.name, s)
@@ -165,8 +166,8 @@ def assert_same_results(
     stores = [s for s in stores if (workdir_a / "results" / s).exists()]
     assert all((workdir_b / "results" / s).exists() for s in stores)
     for store in stores:
-        a = mf.open_dataset(workdir_a / "results" / store)
-        b = mf.open_dataset(workdir_b / "results" / store)
+        a = mfp.open_dataset(workdir_a / "results" / store)
+        b = mfp.open_dataset(workdir_b / "results" / store)
         assert ("run_record" in a.attrs) == ("run_record" in b.attrs)
         a.attrs.pop("run_record", None), b.attrs.pop("run_record", None)
         xr.testing.assert_identical(a, b)
@@ -196,17 +197,17 @@ def jax_leaves(tree):
 def train_through_stages(experiment, results: Path) -> None:
     """The trial specs (if missing) and training of `experiment` through the stage
     functions the workflow's scripts call, into the workflow's layout under `results`."""
-    import motorflow as mf
+    import motorflow.pipeline as mfp
 
     trials = results / "trials" / experiment.dataset
     if not trials.exists():
-        mf.make_trials(
+        mfp.make_trials(
             experiment.dataset_spec(),
             train_path=trials / "train.zarr",
             eval_path=trials / "eval.zarr",
         )
     parent = experiment.init_from
-    mf.train_experiment(
+    mfp.train_experiment(
         experiment,
         trials_path=trials / "train.zarr",
         eval_path=trials / "eval.zarr",

@@ -14,15 +14,7 @@ from ._analysis._pca import hidden_pca
 from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
 from ._analysis._sweep_figures import plot_sweep
 from ._analysis._tuning import directional_tuning
-from ._analysis_stages import (
-    analyse_experiment,
-    analysis_figures,
-    comparison_figure,
-    summary_stage,
-    sweep_figure,
-)
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
-from ._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
 from ._config import (
     ConfigError,
     FeedbackConfig,
@@ -36,22 +28,7 @@ from ._config import (
     TrainConfig,
     check_model_fits_task,
 )
-from ._config_file import load_config_file
-from ._constraints import CONSTRAINTS, AbstractConstraint, Constraints
-from ._describe import describe_experiment
-from ._devices import claim_gpus, use_devices, visible_gpus
-from ._divergence import NonFiniteLossError
-from ._ensemble import build_model, make_ensemble, n_replicates, replicate_keys, take_replicate
-from ._episode import Targets, run_trial, run_trials
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
-from ._experiments import (
-    Experiment,
-    experiment_keys,
-    grid_points,
-    resolve_experiment,
-    resolve_experiments,
-)
-from ._feedback import FeedbackChannel
 from ._figures import (
     diverged_replicates,
     plot_arm_postures,
@@ -61,30 +38,26 @@ from ._figures import (
     plot_trajectories,
     protocol_summary,
 )
-from ._history import empty_history, history_dataset
-from ._identity import canonical_json, code_version, tree_digest
-from ._io import (
+from ._losses import loss_terms, total_loss
+from ._metrics import metrics_table, reach_metrics
+from ._model._ensemble import (
+    build_model,
+    make_ensemble,
+    n_replicates,
+    replicate_keys,
+    take_replicate,
+)
+from ._model._episode import Targets, run_trial, run_trials
+from ._model._feedback import FeedbackChannel
+from ._model._loop import ClosedLoop, Rollout, RolloutOptions
+from ._model._network import Network
+from ._model._saved_ensembles import (
     adopt_weights,
     load_ensemble,
     load_optimizer_state,
     load_training_record,
     save_ensemble,
 )
-from ._job_settings import (
-    SETTING_PARAM_PREFIX,
-    flatten_settings,
-    is_arm,
-    job_settings,
-    parse_setting_params,
-    rule_params,
-    setting_param,
-)
-from ._learning import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EProp, TruncatedBPTT
-from ._loop import ClosedLoop, Rollout
-from ._losses import loss_terms, total_loss
-from ._metrics import metrics_table, reach_metrics
-from ._network import Network
-from ._optim import learning_rate_schedule, make_optimizer
 from ._perturb import (
     PERTURBATIONS,
     AbstractPerturbation,
@@ -99,7 +72,6 @@ from ._perturb import (
     draw_params,
     total_effects,
 )
-from ._plan import TrainingPlan
 from ._plant import (
     PLANTS,
     AbstractPlant,
@@ -110,28 +82,6 @@ from ._plant import (
     PointMass,
     PointMassConfig,
     TwoLinkArm,
-)
-from ._preemption import TrainingPreempted
-from ._runtime import enable_compilation_cache, stage_logging
-from ._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
-from ._stages import (
-    arm_figure,
-    evaluate_experiment,
-    experiment_figures,
-    make_trials,
-    protocol_figure,
-    train_experiment,
-)
-from ._store import (
-    StoreError,
-    center_out_dataset,
-    open_dataset,
-    read_center_out,
-    read_states,
-    read_trials,
-    trials_dataset,
-    write_dataset,
-    write_trials,
 )
 from ._task import (
     TASKS,
@@ -146,25 +96,21 @@ from ._task import (
     Trials,
     WorkspaceTask,
 )
-from ._train import (
-    BatchRecords,
-    Trainer,
-    TrainResult,
-    TrainState,
-    run_fingerprint,
-    run_id,
-    train,
-)
-from ._trainable import trainable_filter
-from ._update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
-from ._workflow_config import (
-    EvaluationConfig,
-    SweepSpec,
-    WorkflowConfig,
-    check_name,
-    config_json_schema,
-    parse_config,
-)
+from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
+from ._training._constraints import CONSTRAINTS, AbstractConstraint, Constraints
+from ._training._divergence import NonFiniteLossError
+from ._training._driver import TrainResult, train
+from ._training._history import empty_history, history_dataset
+from ._training._optimizer import learning_rate_schedule, make_optimizer
+from ._training._plan import TrainingPlan
+from ._training._preemption import TrainingPreempted
+from ._training._run_identity import run_fingerprint, run_id
+from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
+from ._training._state import BatchRecords, TrainState
+from ._training._trainable import trainable_filter
+from ._training._trainer import Trainer
+from ._training._update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
+from ._training.rules import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EProp, TruncatedBPTT
 
 __all__ = [
     "BPTT",
@@ -173,7 +119,6 @@ __all__ = [
     "PERTURBATIONS",
     "PLANTS",
     "RLS",
-    "SETTING_PARAM_PREFIX",
     "TASKS",
     "UPDATE_RULES",
     "AbstractCell",
@@ -199,8 +144,6 @@ __all__ = [
     "DelayedReachConfig",
     "EProp",
     "Effects",
-    "EvaluationConfig",
-    "Experiment",
     "ExponentialSpacing",
     "FeedbackChannel",
     "FeedbackConfig",
@@ -227,10 +170,9 @@ __all__ = [
     "PostureConfig",
     "ReachConfig",
     "Rollout",
+    "RolloutOptions",
     "ScheduleConfig",
     "StatisticsConfig",
-    "StoreError",
-    "SweepSpec",
     "TargetJump",
     "Targets",
     "Task",
@@ -249,55 +191,30 @@ __all__ = [
     "TwoLinkArm",
     "UpdateRules",
     "VanillaCell",
-    "WorkflowConfig",
     "WorkspaceTask",
     "adopt_weights",
-    "analyse_experiment",
-    "analysis_figures",
-    "arm_figure",
     "bootstrap_interval",
     "build_model",
-    "canonical_json",
-    "center_out_dataset",
     "check_model_fits_task",
-    "check_name",
-    "claim_gpus",
-    "code_version",
-    "comparison_figure",
     "condition_trials",
-    "config_json_schema",
-    "describe_experiment",
     "directional_tuning",
     "diverged_replicates",
     "draw_conditions",
     "draw_params",
     "empty_history",
-    "enable_compilation_cache",
     "evaluate",
-    "evaluate_experiment",
-    "experiment_figures",
-    "experiment_keys",
     "find_fixed_points",
-    "flatten_settings",
-    "grid_points",
     "hidden_pca",
     "history_dataset",
-    "is_arm",
-    "job_settings",
     "learning_rate_schedule",
-    "load_config_file",
     "load_ensemble",
     "load_optimizer_state",
     "load_training_record",
     "loss_terms",
     "make_ensemble",
     "make_optimizer",
-    "make_trials",
     "metrics_table",
     "n_replicates",
-    "open_dataset",
-    "parse_config",
-    "parse_setting_params",
     "plot_arm_postures",
     "plot_comparison",
     "plot_fixed_points",
@@ -308,41 +225,23 @@ __all__ = [
     "plot_sweep",
     "plot_trajectories",
     "plot_tuning",
-    "protocol_figure",
     "protocol_summary",
     "reach_metrics",
-    "read_center_out",
-    "read_states",
-    "read_trials",
     "replicate_keys",
     "replicate_values",
-    "resolve_experiment",
-    "resolve_experiments",
     "rollout_ensemble",
-    "rule_params",
     "run_fingerprint",
     "run_id",
     "run_trial",
     "run_trials",
     "sample_starts",
     "save_ensemble",
-    "setting_param",
-    "stage_logging",
     "steady_inputs",
     "summarise",
-    "summary_stage",
     "summary_table",
-    "sweep_figure",
     "take_replicate",
     "total_effects",
     "total_loss",
     "train",
-    "train_experiment",
     "trainable_filter",
-    "tree_digest",
-    "trials_dataset",
-    "use_devices",
-    "visible_gpus",
-    "write_dataset",
-    "write_trials",
 ]

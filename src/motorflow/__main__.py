@@ -1,4 +1,4 @@
-"""``python -m motorflow``: the ``motorflow`` command (see :mod:`motorflow._cli`).
+"""``python -m motorflow``: the ``motorflow`` command (see :mod:`motorflow.pipeline._cli`).
 
 ``python -m motorflow schema`` prints the workflow config's JSON Schema as YAML.
 The schema at workflow/schemas/config.schema.yaml is its output; after changing a
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ._cli import main
+from .pipeline._cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

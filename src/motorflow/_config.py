@@ -23,12 +23,12 @@ from ._config_base import (
     Text,
     plain,
 )
-from ._constraints import AnyConstraint
-from ._learning import BPTT, AnyLearningRule
 from ._plant import AnyPlantConfig, PointMassConfig
-from ._schedule import BatchSchedule, TimedSchedule
 from ._task import TaskConfig, WorkspaceTask
-from ._update_rules import AnyUpdateRule
+from ._training._constraints import AnyConstraint
+from ._training._schedule import BatchSchedule, TimedSchedule
+from ._training._update_rules import AnyUpdateRule
+from ._training.rules import BPTT, AnyLearningRule
 
 CELLS = ("gru", "rnn", "leaky")
 
@@ -181,20 +181,20 @@ class TrainConfig(Block):
 
     `trainable` lists paths into the model (``network``, ``network.readout``, ...) that
     train from the first batch; `stages` change that set at given batches.
-    Three schedules (see :mod:`motorflow._schedule`) say when the validation loss is
+    Three schedules (see :mod:`motorflow._training._schedule`) say when the validation loss is
     measured (`validation`, also before the first batch and after the last), when a
     log line is written (`log`) and when a checkpoint is (`checkpoint`, also after
     the last batch), keeping the newest `keep_checkpoints` plus the best by
     validation loss. `on_divergence` says what a non-finite loss or parameter of one
     replicate does: ``stop`` the run with an error, or ``isolate`` the replicate
     (frozen at its last finite parameters and flagged) while the others train on.
-    `constraints` (:mod:`motorflow._constraints`) hold from initialisation and after
-    every update; `update_rules` (:mod:`motorflow._update_rules`) change weights from
+    `constraints` (:mod:`motorflow._training._constraints`) hold from initialisation and after
+    every update; `update_rules` (:mod:`motorflow._training._update_rules`) change weights from
     the batch's network states after the optimizer's step. `snapshots` keeps the parameters at scheduled batches; the norm of
     each replicate's loss gradient is recorded every batch, with `gradient_norms:
     per_term` also that of each loss term's (weighted) part, at an extra backward pass
     per term. With `tensorboard`, the run also writes TensorBoard event files
-    (:mod:`motorflow._tensorboard`). `learning` (:mod:`motorflow._learning`) is how
+    (:mod:`motorflow._training._tensorboard`). `learning` (:mod:`motorflow._training.rules`) is how
     the gradient the optimizer steps with is computed: backpropagation through the
     whole rollout, or through at most a window of its steps.
     """

@@ -14,9 +14,9 @@ import xarray as xr
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from ._config import ModelConfig
-from ._ensemble import n_replicates
-from ._episode import run_trials
-from ._loop import Rollout
+from ._model._ensemble import n_replicates
+from ._model._episode import run_trials
+from ._model._loop import Rollout
 from ._perturb import AbstractPerturbation, draw_conditions
 from ._task import CenterOut, Task, Trials
 

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
 from ._config import LossConfig
-from ._episode import Targets
-from ._loop import Rollout
+from ._model._episode import Targets
+from ._model._loop import Rollout
 
 
 class Span(eqx.Module):
@@ -84,7 +84,7 @@ def loss_terms(
       trial); 0 for tasks without a hold.
 
     With a `span`, the rollout holds only some consecutive steps of the trial (a
-    segment: :func:`motorflow._episode.run_segment`) and each term is that segment's
+    segment: :func:`motorflow._model._episode.run_segment`) and each term is that segment's
     part of the trial's: the terms of a trial's segments add up to its terms.
     """
     span = Span.whole(rollout) if span is None else span

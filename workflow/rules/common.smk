@@ -10,6 +10,8 @@ from snakemake.utils import update_config, validate
 
 import motorflow as mf
 
+import motorflow.pipeline as mfp
+
 # SLURM's early warning before a time limit (sbatch --signal=USR1@T, profiles/slurm)
 # reaches every process of the job's step: Snakemake there would die of it (the
 # default action), ending the step and with it the train job before it checkpoints.
@@ -25,12 +27,12 @@ CONFIG_FILES = workflow.config_settings.configfiles or [Path("config/config.yaml
 try:
     loaded = {}
     for path in CONFIG_FILES:
-        update_config(loaded, mf.load_config_file(path))
+        update_config(loaded, mfp.load_config_file(path))
     update_config(loaded, dict(workflow.config_settings.config))
-    # The typed config (motorflow.WorkflowConfig) checks every key and fills in the
+    # The typed config (motorflow.pipeline.WorkflowConfig) checks every key and fills in the
     # defaults of the top-level sections; the named blocks stay as written.
-    SETTINGS = mf.parse_config(loaded)
-    EXPERIMENTS = mf.resolve_experiments(SETTINGS)
+    SETTINGS = mfp.parse_config(loaded)
+    EXPERIMENTS = mfp.resolve_experiments(SETTINGS)
 except mf.ConfigError as error:
     raise WorkflowError(
         f"Invalid config: {error}\nNothing was run; fix the config and run again."
@@ -79,22 +81,22 @@ NOT_AN_EXPERIMENT = "|".join(
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).
-JOB_SETTINGS = mf.job_settings(SETTINGS, EXPERIMENTS)
+JOB_SETTINGS = mfp.job_settings(SETTINGS, EXPERIMENTS)
 
 
 def setting_params(rule, wildcard=None):
     """The rule's params: each job's settings, one "key=value" param per setting.
 
     Snakemake reruns a job when the set of its param values changes, and its
-    dry-run reason then lists just the changed settings (see `mf.rule_params`).
+    dry-run reason then lists just the changed settings (see `mfp.rule_params`).
     """
 
     def param(values):
         return lambda wildcards: values[wildcards[wildcard] if wildcard else ""]
 
-    params = mf.rule_params(JOB_SETTINGS, rule)
+    params = mfp.rule_params(JOB_SETTINGS, rule)
     return {
-        f"{mf.SETTING_PARAM_PREFIX}{index}": param(values)
+        f"{mfp.SETTING_PARAM_PREFIX}{index}": param(values)
         for index, values in enumerate(params)
     }
 
@@ -154,7 +156,7 @@ def all_figures():
     figures = [f"{RESULTS}/figures/comparison.{EXT}", f"{RESULTS}/summary.csv"]
     for name, experiment in EXPERIMENTS.items():
         figures += experiment_figures(name)
-        if mf.is_arm(experiment.model):
+        if mfp.is_arm(experiment.model):
             figures.append(f"{RESULTS}/figures/{name}/arm.{EXT}")
     figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
     figures += [f"{RESULTS}/figures/sweep-{name}.{EXT}" for name in SWEEPS]
@@ -163,7 +165,7 @@ def all_figures():
 
 # Each sweep's experiments, with their grid values.
 SWEEPS = {
-    name: mf.grid_points(name, sweep, f"sweeps.{name}")
+    name: mfp.grid_points(name, sweep, f"sweeps.{name}")
     for name, sweep in SETTINGS.sweeps.items()
 }
 
@@ -171,7 +173,7 @@ SWEEPS = {
 # A sentence per experiment saying what produced its results: every figure's caption
 # shows it. It derives from the settings of jobs upstream of the figure, so it
 # changes only when the figure reruns anyway.
-DESCRIPTIONS = {name: mf.describe_experiment(e) for name, e in EXPERIMENTS.items()}
+DESCRIPTIONS = {name: mfp.describe_experiment(e) for name, e in EXPERIMENTS.items()}
 
 
 def description(wildcards):

@@ -1,14 +1,14 @@
 """Snakemake adapter: the hidden-state figures of one experiment (reads only Zarr outputs)."""
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
-with mf.stage_logging(snakemake.log[0]):  # noqa: F821
-    mf.analysis_figures(
-        analysis_path=snakemake.input.analysis,  # noqa: F821
-        pca_path=snakemake.output.pca,  # noqa: F821
-        fixed_points_path=snakemake.output.fixed_points,  # noqa: F821
-        tuning_path=snakemake.output.tuning,  # noqa: F821
-        replicate=mf.parse_setting_params(snakemake.params)["analysis"]["replicate"],  # noqa: F821
-        options=snakemake.config["figures"],  # noqa: F821
-        title=snakemake.wildcards.experiment,  # noqa: F821
+with mfp.stage_logging(snakemake.log[0]):
+    mfp.analysis_figures(
+        analysis_path=snakemake.input.analysis,
+        pca_path=snakemake.output.pca,
+        fixed_points_path=snakemake.output.fixed_points,
+        tuning_path=snakemake.output.tuning,
+        replicate=mfp.parse_setting_params(snakemake.params)["analysis"]["replicate"],
+        options=snakemake.config["figures"],
+        title=snakemake.wildcards.experiment,
     )

@@ -1,13 +1,13 @@
 """Snakemake adapter: the cross-experiment comparison figure."""
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
-with mf.stage_logging(snakemake.log[0]):  # noqa: F821
-    mf.comparison_figure(
-        mf.parse_setting_params(snakemake.params)["experiments"],  # noqa: F821
-        history_paths=snakemake.input.histories,  # noqa: F821
-        metrics_paths=snakemake.input.metrics,  # noqa: F821
-        summary_path=snakemake.input.summary,  # noqa: F821
-        output_path=snakemake.output[0],  # noqa: F821
-        options=snakemake.config["figures"],  # noqa: F821
+with mfp.stage_logging(snakemake.log[0]):
+    mfp.comparison_figure(
+        mfp.parse_setting_params(snakemake.params)["experiments"],
+        history_paths=snakemake.input.histories,
+        metrics_paths=snakemake.input.metrics,
+        summary_path=snakemake.input.summary,
+        output_path=snakemake.output[0],
+        options=snakemake.config["figures"],
     )

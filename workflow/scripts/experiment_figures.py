@@ -1,14 +1,14 @@
 """Snakemake adapter: figures of one experiment (reads only Zarr outputs)."""
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
-with mf.stage_logging(snakemake.log[0]):  # noqa: F821
-    mf.experiment_figures(
-        history_path=snakemake.input.history,  # noqa: F821
-        states_path=snakemake.input.states,  # noqa: F821
-        loss_path=snakemake.output.loss,  # noqa: F821
-        trajectories_path=snakemake.output.trajectories,  # noqa: F821
-        speed_path=snakemake.output.speed,  # noqa: F821
-        options=snakemake.config["figures"],  # noqa: F821
-        title=snakemake.wildcards.experiment,  # noqa: F821
+with mfp.stage_logging(snakemake.log[0]):
+    mfp.experiment_figures(
+        history_path=snakemake.input.history,
+        states_path=snakemake.input.states,
+        loss_path=snakemake.output.loss,
+        trajectories_path=snakemake.output.trajectories,
+        speed_path=snakemake.output.speed,
+        options=snakemake.config["figures"],
+        title=snakemake.wildcards.experiment,
     )

@@ -1,15 +1,15 @@
 """Snakemake adapter: one protocol's figure and table."""
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
-protocol = mf.parse_setting_params(snakemake.params)["protocol"]  # noqa: F821
-with mf.stage_logging(snakemake.log[0]):  # noqa: F821
-    mf.protocol_figure(
+protocol = mfp.parse_setting_params(snakemake.params)["protocol"]
+with mfp.stage_logging(snakemake.log[0]):
+    mfp.protocol_figure(
         protocol["stages"],
-        metrics_paths=snakemake.input.metrics,  # noqa: F821
-        figure_path=snakemake.output.figure,  # noqa: F821
-        table_path=snakemake.output.table,  # noqa: F821
+        metrics_paths=snakemake.input.metrics,
+        figure_path=snakemake.output.figure,
+        table_path=snakemake.output.table,
         metric=protocol["metric"],
-        options=snakemake.config["figures"],  # noqa: F821
-        title=snakemake.wildcards.protocol,  # noqa: F821
+        options=snakemake.config["figures"],
+        title=snakemake.wildcards.protocol,
     )

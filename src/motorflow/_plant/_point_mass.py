@@ -29,8 +29,8 @@ class PointMassState(eqx.Module):
 class PointMass(AbstractPlant):
     """A 2-D point mass with viscous damping: ``m x'' = control + F_ext - damping x'``.
 
-    The control is a Cartesian force (N), unbounded. One Euler step with
-    `n_substeps=1` reproduces `motorflow._mechanics.PointMass` bit for bit.
+    The control is a Cartesian force (N), unbounded. With the Euler method and one
+    sub-step, a loop step is one explicit Euler step of the network's `dt`.
 
     **Arguments:**
 

@@ -1,0 +1,87 @@
+"""Building models from config, and ensembles of them with a leading replicate axis."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import PRNGKeyArray
+
+from .._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
+from .._config import ModelConfig
+from ._feedback import N_FEEDBACK, FeedbackChannel
+from ._loop import ClosedLoop
+from ._network import Network
+
+
+def _cell(config: ModelConfig, input_size: int, key: PRNGKeyArray) -> AbstractCell:
+    net = config.network
+    if net.cell == "gru":
+        return GRUCell(input_size, net.hidden_size, key=key)
+    if net.cell == "rnn":
+        return VanillaCell(input_size, net.hidden_size, key=key)
+    return LeakyCell(input_size, net.hidden_size, dt=config.dt, tau=net.tau, key=key)
+
+
+def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -> ClosedLoop:
+    """One closed-loop model from its config.
+
+    **Arguments:**
+
+    - `config`: the model config.
+    - `n_task_inputs`: how many task inputs the network receives (2 for reaching).
+    - `key`: initialises the network weights.
+    """
+    cell_key, readout_key = jax.random.split(key)
+    cell = _cell(config, n_task_inputs + N_FEEDBACK, cell_key)
+    plant = config.plant.build()
+    readout = eqx.nn.Linear(config.network.hidden_size, plant.n_controls, key=readout_key)
+    if plant.control_range is not None:
+        # Bounded controls (muscle excitations) start near their low end, so an untrained
+        # network does not co-contract every muscle into the joint limits; MotorNet's
+        # example GRU policies initialise their output bias to -5 likewise.
+        bias = jnp.full(plant.n_controls, -5.0, dtype=readout.bias.dtype)
+        readout = eqx.tree_at(lambda linear: linear.bias, readout, bias)
+    network = Network(
+        cell=cell,
+        readout=readout,
+        hidden_noise_std=float(config.network.hidden_noise_std),
+    )
+    return ClosedLoop(
+        plant=plant,
+        dt=float(config.dt),
+        method=config.plant.method,
+        n_substeps=config.plant.n_substeps,
+        network=network,
+        feedback=FeedbackChannel(
+            delay=int(config.feedback.delay), noise_std=float(config.feedback.noise_std)
+        ),
+    )
+
+
+def replicate_keys(key: PRNGKeyArray, n_replicates: int) -> PRNGKeyArray:
+    """The per-replicate initialisation keys used by :func:`make_ensemble`."""
+    return jax.random.split(key, n_replicates)
+
+
+def make_ensemble(
+    config: ModelConfig, *, n_replicates: int, n_task_inputs: int, key: PRNGKeyArray
+) -> ClosedLoop:
+    """`n_replicates` models as one module whose array leaves lead with a replicate axis.
+
+    Replicate i is the model ``build_model(config, key=replicate_keys(key, n)[i])``.
+    """
+    keys = replicate_keys(key, n_replicates)
+    return eqx.filter_vmap(lambda k: build_model(config, n_task_inputs=n_task_inputs, key=k))(keys)
+
+
+def n_replicates(ensemble: eqx.Module) -> int:
+    """Size of the ensemble's replicate axis."""
+    leaves = jax.tree.leaves(eqx.filter(ensemble, eqx.is_array))
+    return int(leaves[0].shape[0])
+
+
+def take_replicate(ensemble: eqx.Module, index: int) -> eqx.Module:
+    """Replicate `index` of an ensemble, as an ordinary model."""
+    arrays, static = eqx.partition(ensemble, eqx.is_array)
+    return eqx.combine(jax.tree.map(lambda leaf: leaf[index], arrays), static)

@@ -1,0 +1,121 @@
+"""Save and load ensembles: orbax arrays + a JSON config; rebuilt, then filled. No pickle."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from .._atomic import atomic_directory
+from .._config import ModelConfig
+from .._faults import kill_point
+from .._orbax import orbax_checkpoint, restore_target
+from ._ensemble import make_ensemble, n_replicates
+
+logger = logging.getLogger("motorflow")
+
+FORMAT = "motorflow.ensemble/1"
+_CONFIG = "ensemble.json"
+_ARRAYS = "arrays"
+_OPTIMIZER = "optimizer"
+
+
+def save_ensemble(
+    path: str | Path,
+    ensemble: eqx.Module,
+    config: ModelConfig,
+    *,
+    n_task_inputs: int,
+    optimizer_state: Any = None,
+    training: dict[str, Any] | None = None,
+) -> None:
+    """Write `ensemble` (built from `config`) to the directory `path`, atomically.
+
+    With `optimizer_state` (the training's final one), it is saved beside the arrays,
+    for an experiment that continues it (:func:`load_optimizer_state`). `training`
+    (plain values: which parameters these are, which replicates diverged) is kept in
+    the record, read back by :func:`load_training_record`. The directory appears
+    complete or not at all; an existing one is replaced.
+    """
+    record = {
+        "format": FORMAT,
+        "model": config.to_dict(),
+        "n_replicates": n_replicates(ensemble),
+        "n_task_inputs": n_task_inputs,
+        "training": training or {},
+    }
+    with atomic_directory(path) as tmp:
+        tmp.mkdir(parents=True)
+        with orbax_checkpoint().StandardCheckpointer() as checkpointer:
+            checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
+            if optimizer_state is not None:
+                checkpointer.save(tmp / _OPTIMIZER, optimizer_state)
+        (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
+        kill_point("save_model")
+    logger.info("Wrote %s", path)
+
+
+def _record(path: Path) -> dict[str, Any]:
+    record_path = path / _CONFIG
+    if not record_path.is_file():
+        raise FileNotFoundError(f"{path} is not a saved motorflow ensemble: {_CONFIG} is missing")
+    record = json.loads(record_path.read_text())
+    if record.get("format") != FORMAT:
+        raise ValueError(
+            f"{record_path}: unknown format {record.get('format')!r}; expected {FORMAT!r}"
+        )
+    return record
+
+
+def load_training_record(path: str | Path) -> dict[str, Any]:
+    """The `training` values saved with the ensemble at `path` (empty if none)."""
+    return _record(Path(path).absolute()).get("training", {})
+
+
+def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
+    """Read an ensemble saved by :func:`save_ensemble`; returns it and its config."""
+    logger.info("Reading %s", path)
+    path = Path(path).absolute()
+    record = _record(path)
+    config = ModelConfig.from_dict(record["model"], "model")
+    skeleton = eqx.filter_eval_shape(
+        make_ensemble,
+        config,
+        n_replicates=record["n_replicates"],
+        n_task_inputs=record["n_task_inputs"],
+        key=jax.random.key(0),
+    )
+    arrays, static = eqx.partition(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct))
+    with orbax_checkpoint().StandardCheckpointer() as checkpointer:
+        restored = checkpointer.restore(path / _ARRAYS, restore_target(arrays))
+    return eqx.combine(restored, static), config
+
+
+def load_optimizer_state(path: str | Path, like: Any) -> Any:
+    """The optimizer state saved with the ensemble at `path`, restored into the structure
+    of `like` (arrays or shape-dtype structs of the same tree)."""
+    path = Path(path).absolute()
+    if not (path / _OPTIMIZER).is_dir():
+        raise FileNotFoundError(
+            f"{path} holds no optimizer state (it was saved without one); retrain it, or "
+            "start from it with reset_optimizer: true"
+        )
+    target = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), like)
+    with orbax_checkpoint().StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(path / _OPTIMIZER, restore_target(target))
+
+
+def adopt_weights(ensemble: eqx.Module, source: eqx.Module) -> eqx.Module:
+    """`ensemble` with the arrays of `source` (another ensemble of the same shapes) in
+    place of its own; its settings without weights (noise, delays, plant) are kept."""
+    arrays, static = eqx.partition(ensemble, eqx.is_array)
+    mine, structure = jax.tree.flatten(arrays)
+    theirs = jax.tree.leaves(eqx.filter(source, eqx.is_array))
+    shapes = [x.shape for x in mine], [x.shape for x in theirs]
+    if shapes[0] != shapes[1]:
+        raise ValueError(f"the ensembles' arrays differ in shape: {shapes[0]} vs {shapes[1]}")
+    return eqx.combine(jax.tree.unflatten(structure, theirs), static)

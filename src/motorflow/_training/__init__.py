@@ -1,0 +1,13 @@
+"""Training an ensemble.
+
+- `_trainer`: the pure, compiled functions (:class:`Trainer`: init, a chunk of
+  batches, validation) over the state of `_state`.
+- `_driver`: the resumable :func:`train` around them, with `_resume`,
+  `_checkpoint`, `_history`, `_progress`, `_preemption`, `_run_record`,
+  `_run_identity` and `_tensorboard`.
+- What an update is made of: `rules/` (learning rules: how the gradient is found),
+  `_optimizer` (optax), `_trainable` (which arrays train, in which stage),
+  `_update_rules` (activity-dependent weight changes), `_constraints`, `_segments`
+  (updates within a rollout), `_divergence`, `_schedule` and `_plan` (when to
+  validate, log, checkpoint), `_sharding` (replicates over devices).
+"""

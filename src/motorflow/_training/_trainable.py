@@ -1,0 +1,87 @@
+"""Select trainable leaves by declared paths (``network``, ``network.readout``, ...)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from .._config import ConfigError, OptimizerConfig, TrainConfig
+from .._model._attribute_paths import attribute_getter
+
+
+def _check_path(model: Any, path: str, config_key: str) -> None:
+    node, walked = model, []
+    for part in path.split("."):
+        fields = (
+            [f.name for f in dataclasses.fields(node)] if dataclasses.is_dataclass(node) else []
+        )
+        if part not in fields:
+            where = ".".join(walked) or "the model"
+            raise ConfigError(
+                config_key,
+                f"{path!r} is not a part of the model: {where} has no {part!r}; "
+                f"its parts are: {', '.join(fields) or 'none (it is a leaf)'}",
+            )
+        node, walked = getattr(node, part), [*walked, part]
+
+
+def _is_inexact(leaf: Any) -> bool:
+    # Shape-only models (from `eqx.filter_eval_shape`) hold ShapeDtypeStructs.
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return jax.numpy.issubdtype(leaf.dtype, jax.numpy.inexact)
+    return eqx.is_inexact_array(leaf)
+
+
+def trainable_filter(model: Any, paths: Sequence[str], config_key: str = "trainable") -> Any:
+    """A pytree of bools like `model`: True on floating-point arrays under any of `paths`.
+
+    `model` may be shape-only (built under ``eqx.filter_eval_shape``), so paths can
+    be checked without computing anything.
+
+    Raises :class:`ConfigError` (under `config_key`) for a path that names no part of
+    the model or selects no floating-point array.
+    """
+    spec = jax.tree.map(lambda _: False, model)
+    for path in paths:
+        _check_path(model, path, config_key)
+        get = attribute_getter(path)
+        spec = eqx.tree_at(get, spec, replace=jax.tree.map(lambda _: True, get(spec)))
+        if not any(jax.tree.leaves(jax.tree.map(_is_inexact, get(model)))):
+            raise ConfigError(config_key, f"{path!r} selects no trainable (floating-point) arrays")
+    return jax.tree.map(lambda selected, leaf: selected and _is_inexact(leaf), spec, model)
+
+
+def trained_subsets(model: Any, train: TrainConfig, path: str = "train") -> list[tuple[int, Any]]:
+    """Each stage's first batch and its trainable filter (like `model`): `trainable`
+    from batch 0, then each of `stages`. Raises :class:`ConfigError` for a bad path."""
+    subsets = [(0, trainable_filter(model, train.trainable, f"{path}.trainable"))]
+    for index, stage in enumerate(train.stages):
+        key = f"{path}.stages[{index}].trainable"
+        subsets.append((stage.at, trainable_filter(model, stage.trainable, key)))
+    return subsets
+
+
+def either(filters: Sequence[Any]) -> Any:
+    """The leaves selected by any of `filters` (bool trees of one structure)."""
+    return jax.tree.map(lambda *selected: any(selected), *filters)
+
+
+def learning_rate_scales(
+    model: Any, trained: Any, optimizer: OptimizerConfig, path: str = "train.optimizer"
+) -> Any:
+    """Per leaf of `model`, its group's learning rate over the optimizer's (1 outside
+    every group; the longest matching path decides). Raises :class:`ConfigError` for
+    a group that selects no trained array."""
+    scales = jax.tree.map(lambda _: 1.0, trained)
+    for group in sorted(optimizer.learning_rates, key=lambda p: p.count(".")):
+        key = f"{path}.learning_rates.{group}"
+        selected = trainable_filter(model, [group], key)
+        if not any(jax.tree.leaves(jax.tree.map(lambda s, t: s and t, selected, trained))):
+            raise ConfigError(key, f"{group!r} selects no parameter that trains in any stage")
+        factor = optimizer.learning_rates[group] / optimizer.learning_rate
+        scales = jax.tree.map(lambda s, old, f=factor: f if s else old, selected, scales)
+    return scales

@@ -1,0 +1,439 @@
+"""The pure functions of a training run: init, the compiled chunk of batches, validation.
+
+All replicates train in one compiled program: a `lax.scan` over a chunk of
+batches of a map over replicates (:meth:`Trainer.run_chunk`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Bool, Int, PRNGKeyArray
+
+from .._config import TrainConfig
+from .._losses import Span, loss_terms, total_loss
+from .._model._ensemble import n_replicates, take_replicate
+from .._model._episode import run_segment, run_trials, trial_drive
+from .._model._loop import PLAIN, RolloutOptions
+from .._task import Task, Trials
+from ._constraints import Constraints
+from ._divergence import HEALTHY, all_finite, keep_where
+from ._optimizer import LeafOptimizer
+from ._segments import train_in_segments
+from ._sharding import ReplicateLayout
+from ._state import BatchRecords, TrainState, keep_best
+from ._trainable import either, learning_rate_scales, trainable_filter, trained_subsets
+from ._update_rules import UpdateRules
+from .rules import Batch
+
+
+class Trainer:
+    """The pure functions of one training run, closed over its static setup.
+
+    **Arguments:**
+
+    - `ensemble`: the initial ensemble (replicate axis first).
+    - `task`: the task whose inputs the network receives.
+    - `config`: the training config.
+    - `constraint_key`: draws the weight constraints' fixed data (connectivity masks);
+      needed when ``config.constraints`` has any. The ensemble is constrained before
+      training and after every update.
+    - `vectorize_replicates`: train a device's replicates as one batched (vmapped)
+      program rather than one after another. By default only off the CPU: a GPU
+      needs the batch to be busy, while XLA's CPU backend runs plain matmuls faster
+      than batched ones, and sequential replicates give results independent of how
+      many replicates share a device.
+    """
+
+    def __init__(
+        self,
+        ensemble: eqx.Module,
+        task: Task,
+        config: TrainConfig,
+        *,
+        constraint_key: PRNGKeyArray | None = None,
+        vectorize_replicates: bool | None = None,
+    ):
+        self.task, self.config = task, config
+        self.isolate = config.on_divergence == "isolate"
+        if vectorize_replicates is None:
+            vectorize_replicates = jax.default_backend() != "cpu"
+        self.n_replicates = n_replicates(ensemble)
+        if self.n_replicates != config.n_replicates:
+            raise ValueError(
+                f"the ensemble has {self.n_replicates} replicates but train.n_replicates "
+                f"is {config.n_replicates}"
+            )
+        if config.constraints and constraint_key is None:
+            raise ValueError("train.constraints are set: give the Trainer a constraint_key")
+        self.constraints = Constraints(
+            config.constraints,
+            ensemble,
+            jax.random.key(0) if constraint_key is None else constraint_key,
+        )
+        ensemble = self.constraints.apply_ensemble(ensemble)
+        self.update_rules = UpdateRules(config.update_rules, ensemble)
+        self.learning_rule = config.learning
+        # One replicate's model, shapes only.
+        self.template = eqx.filter_eval_shape(take_replicate, ensemble, 0)
+        problem = self.learning_rule.check_model(
+            self.template.network.cell.KIND, self.template.plant, config.trained_paths
+        )
+        if problem is not None:
+            raise ValueError(f"train.learning ({self.learning_rule.kind}): {problem}")
+        # The stages' trainable subsets; the parameters are every array the optimizer,
+        # an update rule or the learning rule changes. The optimizer leaves the
+        # learning rule's own arrays alone.
+        owned_paths = self.learning_rule.owned(self.template)
+        self._learning_sets_params = bool(owned_paths)
+        owned = trainable_filter(ensemble, owned_paths, "train.learning")
+        subsets = [
+            (start, jax.tree.map(lambda s, o: s and not o, subset, owned))
+            for start, subset in trained_subsets(ensemble, config)
+        ]
+        optimized = either([subset for _, subset in subsets])
+        changed_by_rules = either([self.update_rules.targets(ensemble), owned])
+        selected = self.selected = either([optimized, changed_by_rules])
+        params, rest = eqx.partition(ensemble, selected)
+        self.stage_starts = jnp.asarray([start for start, _ in subsets], jnp.int32)
+        # Per parameter array, whether each stage trains it, `(stage,)`.
+        self.stage_tables = eqx.filter(
+            jax.tree.map(lambda *s: jnp.asarray(s), *[subset for _, subset in subsets]), selected
+        )
+        # Whether some batch leaves a parameter to the rules alone (masking the optimizer).
+        self._masked = len(subsets) > 1 or any(
+            jax.tree.leaves(jax.tree.map(lambda o, r: r and not o, optimized, changed_by_rules))
+        )
+        self.initial_params = params
+        self.frozen, self.static = eqx.partition(rest, eqx.is_array)
+        self.layout = ReplicateLayout.over_devices(self.n_replicates)
+        # lax.map's batch_size: all of a device's replicates at once, or one at a time.
+        self._replicates_per_step = self.layout.n_padded if vectorize_replicates else None
+        scales = learning_rate_scales(ensemble, optimized, config.optimizer)
+        self.optimizer = LeafOptimizer(
+            config.optimizer,
+            config.n_batches,
+            jax.tree.map(jnp.asarray, eqx.filter(scales, selected)),
+        )
+        self.schedule = self.optimizer.schedule
+        self.run_chunk = jax.jit(self._chunk)
+        self.validate = jax.jit(self._validate)
+        self.keep_best = jax.jit(keep_best)
+
+    def init(self, key: PRNGKeyArray, *, learning_key: PRNGKeyArray | None = None) -> TrainState:
+        """The state before the first batch; `key` seeds the per-batch noise and
+        `learning_key` the learning rule's state (random feedback weights)."""
+        per_replicate = (self.n_replicates,)
+        keys = None if learning_key is None else jax.random.split(learning_key, self.n_replicates)
+        ensemble = self.ensemble(self.initial_params)
+        learning_state = eqx.filter_vmap(
+            lambda model, key: self.learning_rule.init(model, key=key),
+            in_axes=(0, None if keys is None else 0),
+        )(ensemble, keys)
+        return TrainState(
+            params=self.initial_params,
+            opt_state=jax.vmap(self.optimizer.init)(self.initial_params),
+            learning_state=learning_state,
+            step=jnp.asarray(0, jnp.int32),
+            key=key,
+            diverged_at=jnp.full(per_replicate, HEALTHY, jnp.int32),
+            best_params=self.initial_params,
+            best_loss=jnp.full(per_replicate, jnp.inf, jnp.float32),
+            best_batch=jnp.full(per_replicate, -1, jnp.int32),
+        )
+
+    def ensemble(self, params: Any) -> eqx.Module:
+        """The ensemble with `params` in place of its trainable arrays."""
+        return eqx.combine(params, self.frozen, self.static)
+
+    def _replicate_loss(
+        self,
+        params,
+        frozen,
+        trials: Trials,
+        key,
+        *,
+        states: bool = False,
+        options: RolloutOptions = PLAIN,
+    ):
+        """The total loss and (aux) the terms and, with `states`, the rollouts (else
+        None); the learning rule's `options` truncate the gradient through the rollouts
+        or cut the network out of it (:class:`RolloutOptions`)."""
+        model = eqx.combine(params, frozen, self.static)
+        keys = jax.random.split(key, trials.init_pos.shape[0])
+        rollouts, targets = run_trials(model, self.task, trials, keys, options=options)
+        terms = loss_terms(self.config.loss, rollouts, targets)
+        return total_loss(self.config.loss, terms), (terms, rollouts if states else None)
+
+    def replicate_batch(self, params, frozen, trials: Trials, key: PRNGKeyArray) -> Batch:
+        """What the learning rule sees of one replicate's batch: its loss as a function
+        of `params` (with noise from `key`), its model, the task and the `trials`."""
+
+        def loss(params, **options):
+            return self._replicate_loss(params, frozen, trials, key, **options)
+
+        return Batch(loss, eqx.combine(params, frozen, self.static), self.task, trials)
+
+    def _learn(self, problem: Batch, state, fixed, batch, trained_in, rule_flags, *, states):
+        """One update from `problem` (a batch, or a segment of it): the learning rule's
+        gradient and the optimizer's step, then the rule's own changes, the update
+        rules and the constraints. `state` is ``(params, opt_state, learning_state)``;
+        returns the new one, the total, the terms, the gradient and the rollouts."""
+        params, opt_state, learning_state = state
+        frozen, prepared = fixed
+        (total, (terms, rollouts)), grads, learning_state = self.learning_rule.value_and_grad(
+            problem, params, learning_state, states=states
+        )
+        params_now, opt_state = self.optimizer.step(grads, opt_state, params, batch, trained_in)
+        if self.update_rules or self.constraints or self._learning_sets_params:
+            model = eqx.combine(params_now, frozen, self.static)
+            model, learning_state = self.learning_rule.apply(
+                problem, model, learning_state, rollouts
+            )
+            if self.update_rules:
+                model = self.update_rules.apply(model, rollouts.hidden, rollouts.output, rule_flags)
+            if self.constraints:
+                model = self.constraints.apply(model, prepared)
+            params_now = eqx.filter(model, self.selected)
+        return (params_now, opt_state, learning_state), total, terms, grads, rollouts
+
+    def _learn_in_segments(self, state, fixed, trials: Trials, key, batch, trained_in, length):
+        """One replicate's batch run in segments of `length` steps, with an update after
+        each (:mod:`motorflow._training._segments`): the new ``(params, opt_state,
+        learning_state)``, the total and terms summed over the segments, and the sum of
+        their gradients."""
+        frozen, _ = fixed
+        start = eqx.combine(state[0], frozen, self.static)
+        keys = jax.random.split(key, trials.init_pos.shape[0])
+        drives = jax.vmap(lambda trial, key: trial_drive(start, self.task, trial, key=key))(
+            trials, keys
+        )
+
+        def segment_step(state, loop_states, first, size):
+            def loss(params, *, states=False, options=PLAIN):
+                model = eqx.combine(params, frozen, self.static)
+                rollouts, targets = jax.vmap(
+                    lambda drive, loop_state: run_segment(
+                        model, drive, loop_state, first, size, options=options
+                    )
+                )(drives, loop_states)
+                span = Span(first, self.task.n_steps, drives.start_pos)
+                terms = loss_terms(self.config.loss, rollouts, targets, span)
+                # The rollouts always: the next segment runs on from their `end`.
+                return total_loss(self.config.loss, terms), (terms, rollouts)
+
+            problem = Batch(
+                loss, eqx.combine(state[0], frozen, self.static), self.task, trials, first
+            )
+            state, total, terms, grads, rollouts = self._learn(
+                problem, state, fixed, batch, trained_in, None, states=True
+            )
+            return state, rollouts.end, total, terms, grads
+
+        return train_in_segments(
+            segment_step,
+            state,
+            jax.vmap(start.start)(trials.init_pos, trials.init_vel),
+            n_steps=self.task.n_steps,
+            length=length,
+        )
+
+    def _trained_in(self, batch: Int[Array, ""]) -> Any:
+        """Per parameter array, whether the optimizer trains it in `batch` (its stage's
+        subset); None when every parameter trains in every batch."""
+        if not self._masked:
+            return None
+        stage = jnp.searchsorted(self.stage_starts, batch, side="right") - 1
+        return jax.tree.map(lambda table: table[stage], self.stage_tables)
+
+    def _term_gradient_norms(self, params, frozen, trials: Trials, key, trained_in):
+        """Per loss term, the gradient norm of its weighted part (one backward pass each)."""
+        names = list(self.config.loss.terms)
+        weights = jnp.asarray([term.weight for term in self.config.loss.terms.values()])
+
+        options = RolloutOptions(gradient_window=self.config.learning.gradient_window())
+
+        def weighted(params):
+            _, (terms, _) = self._replicate_loss(params, frozen, trials, key, options=options)
+            return weights * jnp.stack([terms[name] for name in names])
+
+        values, pullback = jax.vjp(weighted, params)
+        (grads,) = jax.vmap(pullback)(jnp.eye(len(names), dtype=values.dtype))
+        norms = jax.vmap(lambda g: self.optimizer.gradient_norm(g, trained_in))(grads)
+        return dict(zip(names, norms, strict=True))
+
+    def _update(
+        self,
+        params,
+        opt_state,
+        learning_state,
+        fixed,
+        trials: Trials,
+        key,
+        healthy,
+        batch,
+        rule_flags,
+    ):
+        """One batch's update of every replicate; a replicate not `healthy`, or whose
+        loss or new parameters are not finite, keeps its parameters, optimizer and
+        learning-rule state. Returns those, the losses and gradient norms (NaN where not
+        healthy) and whether each replicate's update was kept."""
+
+        def one(params, opt_state, learning_state, fixed, trials, key, healthy, batch, rule_flags):
+            frozen, _ = fixed
+            trained_in = self._trained_in(batch)
+            state = (params, opt_state, learning_state)
+            segment_length = self.learning_rule.segment_length()
+            if segment_length is None:
+                problem = self.replicate_batch(params, frozen, trials, key)
+                new_state, total, terms, grads, _ = self._learn(
+                    problem,
+                    state,
+                    fixed,
+                    batch,
+                    trained_in,
+                    rule_flags,
+                    states=bool(self.update_rules),
+                )
+            else:
+                new_state, total, terms, grads = self._learn_in_segments(
+                    state, fixed, trials, key, batch, trained_in, segment_length
+                )
+            new_params = new_state[0]
+            norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
+            if self.config.gradient_norms == "per_term":
+                norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
+            losses = {**terms, "total": total}
+            # Watching the losses in the update costs XLA's CPU backend ~15% per batch
+            # at the tutorial size (the parameters cost nothing), so only isolation,
+            # which must not take a step from a non-finite loss, watches them here; a
+            # stopping run finds a non-finite loss among the recorded ones.
+            watched = (losses, new_params) if self.isolate else new_params
+            ok = healthy & all_finite(watched)
+            params, opt_state, learning_state = keep_where(ok, new_state, state)
+            records = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), (losses, norms))
+            return params, opt_state, learning_state, records, ok
+
+        keys = self.layout.spread(jax.random.split(key, self.n_replicates))
+        shared = self.config.shared_trials
+        if shared:
+            trials = jax.tree.map(lambda x: x[0], trials)
+
+        # On CPU, one replicate after another (lax.map, not vmap): a replicate's trials
+        # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
+        # (2.4x at the tutorial size), and its arithmetic does not depend on how many
+        # replicates share a device, so a sharded run is bitwise-identical to one device.
+        def local(
+            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
+        ):
+            def replicate(xs):
+                params, opt_state, learning_state, fixed, key, healthy, *own = xs
+                trials_here = own[0] if own else trials
+                return one(
+                    params,
+                    opt_state,
+                    learning_state,
+                    fixed,
+                    trials_here,
+                    key,
+                    healthy,
+                    batch,
+                    rule_flags,
+                )
+
+            xs = (
+                params,
+                opt_state,
+                learning_state,
+                fixed,
+                keys,
+                healthy,
+                *(() if shared else (trials,)),
+            )
+            return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
+
+        replicated = (4, 7, 8) if shared else (7, 8)
+        return self.layout.per_device(local, replicated_args=replicated)(
+            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
+        )
+
+    def _chunk(
+        self,
+        state: TrainState,
+        trials: Trials,
+        batch_index: Int[Array, " chunk"],
+        active: Bool[Array, " chunk"] | None = None,
+        rule_flags: Bool[Array, "chunk rule"] | None = None,
+    ):
+        """Train on the consecutive batches `batch_index` whose `active` flag is set (the
+        rest of a chunk is skipped; None: all); `trials` leaves are
+        `(chunk, replicate, trial, ...)`. `rule_flags` say which update rules run after
+        each batch (None: all).
+
+        Returns the new state and the :class:`BatchRecords`.
+        """
+
+        spread = self.layout.spread
+        # What each replicate's update reads but never changes.
+        fixed = spread((self.frozen, self.constraints.prepared))
+        if not self.config.shared_trials:
+            trials = spread(trials, axis=1)
+        if active is None:
+            active = jnp.ones(batch_index.shape, bool)
+        if rule_flags is None:
+            rule_flags = jnp.ones((*batch_index.shape, len(self.update_rules.rules)), bool)
+
+        def step(carry, batch_trials, batch, flags):
+            params, opt_state, learning_state, diverged_at = carry
+            healthy = diverged_at == HEALTHY
+            params, opt_state, learning_state, (losses, norms), ok = self._update(
+                params,
+                opt_state,
+                learning_state,
+                fixed,
+                batch_trials,
+                jax.random.fold_in(state.key, batch),
+                healthy,
+                batch,
+                flags,
+            )
+            diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
+            return (params, opt_state, learning_state, diverged_at), BatchRecords(
+                losses, norms, self.schedule(batch)
+            )
+
+        def body(carry, xs):
+            is_active, *inputs = xs
+
+            def skip(carry, *inputs):
+                outputs = jax.eval_shape(step, carry, *inputs)[1]
+                return carry, jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), outputs)
+
+            return jax.lax.cond(is_active, step, skip, carry, *inputs)
+
+        carry, records = jax.lax.scan(
+            body,
+            spread((state.params, state.opt_state, state.learning_state, state.diverged_at)),
+            (active, trials, batch_index, rule_flags),
+        )
+        params, opt_state, learning_state, diverged_at = self.layout.gather(carry)
+        n_done = jnp.sum(active, dtype=state.step.dtype)
+        new_state = eqx.tree_at(
+            lambda s: (s.params, s.opt_state, s.learning_state, s.diverged_at, s.step),
+            state,
+            (params, opt_state, learning_state, diverged_at, state.step + n_done),
+            is_leaf=lambda x: x is None,
+        )
+        per_replicate = self.layout.gather((records.loss, records.grad_norm), axis=1)
+        return new_state, BatchRecords(*per_replicate, records.learning_rate)
+
+    def _validate(self, params, trials: Trials, key):
+        """Loss per term and total, per replicate, on shared validation `trials`."""
+        keys = jax.random.split(key, self.n_replicates)
+        total, (terms, _) = jax.vmap(self._replicate_loss, in_axes=(0, 0, None, 0))(
+            params, self.frozen, trials, keys
+        )
+        return {**terms, "total": total}

@@ -1,0 +1,96 @@
+"""The learning-rule interface: how a training step turns a batch into a parameter update."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import jax
+from jaxtyping import PRNGKeyArray, PyTree
+
+from ..._config_base import Block
+from ..._model._loop import PLAIN, ClosedLoop, Rollout, RolloutOptions
+from ..._task import Task, Trials
+
+# The loss of one replicate's batch: ``loss(params, *, options=PLAIN, states=False)
+# -> (total, (terms, rollouts or None))``; `states` asks for the rollouts and the
+# `options` (:class:`motorflow._model._loop.RolloutOptions`) truncate the gradient
+# through them or cut the network out of it.
+ReplicateLoss = Callable[..., tuple[Any, tuple[dict[str, Any], Rollout | None]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """What a rule sees of one replicate's batch.
+
+    - `loss`: the batch's loss as a function of the parameters (:data:`ReplicateLoss`).
+    - `model`: the replicate's model before the update.
+    - `task`, `trials`: the task and the batch's trial specs (leading trial dim).
+    - `first`: the trial step the loss's rollouts begin at: 0, or a segment's first
+      step when the parameters update within the rollout (:mod:`motorflow._training._segments`).
+    """
+
+    loss: ReplicateLoss
+    model: ClosedLoop
+    task: Task
+    trials: Trials
+    first: Any = 0
+
+
+class AbstractLearningRule(Block):
+    """How one replicate's batch becomes an update.
+
+    A rule computes the loss and the gradient the optimizer steps with
+    (:meth:`value_and_grad`); it may keep state of its own across batches (feedback
+    weights, inverse correlation matrices: :meth:`init`), which is checkpointed and
+    resumed with the optimizer state, and may set some parameters itself after the
+    optimizer's step (:meth:`owned` and :meth:`apply`; the optimizer leaves those alone).
+    """
+
+    kind: str
+    # Whether the gradient is the loss's (so each term's part of it means something).
+    exact_gradient: ClassVar[bool] = True
+
+    def check_model(self, cell: str, plant: Any, trainable: tuple[str, ...]) -> str | None:
+        """Why this rule cannot train a network of `cell` kind on `plant` (a built
+        plant) with `trainable` parts, or None: checked with the config."""
+        return None
+
+    def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> PyTree:
+        """One replicate's rule state before the first batch (None: none)."""
+        return None
+
+    def owned(self, model: ClosedLoop) -> tuple[str, ...]:
+        """Paths of the arrays the rule sets itself in :meth:`apply`."""
+        return ()
+
+    @abc.abstractmethod
+    def value_and_grad(
+        self, batch: Batch, params: PyTree, state: PyTree, *, states: bool = False
+    ) -> tuple[tuple[Any, tuple[dict[str, Any], Rollout | None]], PyTree, PyTree]:
+        """``((total, (terms, rollouts)), gradient, state)`` of the batch; the rollouts
+        are there when `states` asks for them (else they may be None)."""
+
+    def apply(
+        self, batch: Batch, model: ClosedLoop, state: PyTree, rollouts: Rollout | None
+    ) -> tuple[ClosedLoop, PyTree]:
+        """The model and state after the rule's own changes (after the optimizer's step)."""
+        return model, state
+
+    def gradient_window(self) -> int | None:
+        """The steps a gradient flows back through the rollout (None: all of them)."""
+        return None
+
+    def segment_length(self) -> int | None:
+        """Update the parameters after every this many steps of a rollout, within it
+        (None: once per rollout, after it)."""
+        return None
+
+
+def backpropagated(
+    batch: Batch, params: PyTree, *, options: RolloutOptions = PLAIN, states: bool = False
+):
+    """``((total, (terms, rollouts)), gradient)`` by backpropagation through time."""
+    return jax.value_and_grad(batch.loss, has_aux=True)(params, options=options, states=states)

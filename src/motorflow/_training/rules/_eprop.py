@@ -1,0 +1,201 @@
+"""e-prop: eligibility traces computed forward in time times a per-step learning signal.
+
+Bellec et al. (2020), "A solution to the learning dilemma for recurrent networks of
+spiking neurons", Nature Communications 11:3625. For a rate unit
+``h_j' = (1 - a) h_j + a tanh(v_j)``, ``v_j = sum_i W_ji z_i + b_j`` (``a = 1``: the
+vanilla RNN), the eligibility trace of a weight follows the unit's own leak and
+forgets the network's recurrence:
+
+    e_ji(t) = (1 - a) e_ji(t - 1) + a tanh'(v_j(t)) z_i(t)
+
+with ``z_i(t)`` the presynaptic value at step t (the network's input, the hidden
+state ``h_i(t - 1)``, or 1 for the bias); this is also the random-feedback local
+online rule of Murray (2019), eLife 8:e43299. The gradient estimate is
+``sum_t L_j(t) e_ji(t)`` with the learning signal ``L(t) = B dE/dy(t) + dE/dh(t)``:
+``B`` is a fixed random feedback matrix (``feedback: random``; Lillicrap et al. 2016,
+Nature Communications 7:13276) or the readout's transpose (``symmetric``), and the
+readout's own gradient is the exact local ``sum_t dE/dy(t) h(t)^T``.
+
+The closed loop: the output at step t moves the plant, so the loss depends on it
+through every later state of the plant. Here ``dE/dy(t)`` is the derivative through
+the plant alone, with the network cut out: no path through the feedback it will
+see, its recurrence or its later outputs (:class:`motorflow._model._loop.Probe`). It is
+non-causal (it needs the rest of the trial), so the update is applied once per
+rollout, like e-prop's offline form. ``dE/dh(t)`` is the loss's direct dependence
+on the hidden state (an activity penalty).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, PRNGKeyArray
+from pydantic import Field
+
+from ..._cells import LeakyCell
+from ..._config_base import Boolean, PositiveNumber
+from ..._model._attribute_paths import attribute_getter
+from ..._model._loop import ClosedLoop, Probe, RolloutOptions
+from ._base import AbstractLearningRule, Batch
+
+# Where each cell kind keeps its tanh unit's weights.
+_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn"}
+
+
+class CellWeights(eqx.Module):
+    """The weights e-prop trains in a tanh unit: `weight_in` `(hidden, input)`,
+    `weight_rec` `(hidden, hidden)`, `bias` `(hidden,)`."""
+
+    weight_in: Float[Array, "hidden input"]
+    weight_rec: Float[Array, "hidden hidden"]
+    bias: Float[Array, " hidden"]
+
+
+def _clip_norm(trace: Array, max_norm: float | None) -> Array:
+    if max_norm is None:
+        return trace
+    norm = jnp.sqrt(jnp.sum(trace**2))
+    return trace * jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
+
+
+def eligibility_gradient(
+    weights: CellWeights,
+    alpha: float,
+    network_input: Float[Array, "time input"],
+    hidden: Float[Array, "time hidden"],
+    signal: Float[Array, "time hidden"],
+    *,
+    trace_clip: float | None = None,
+) -> CellWeights:
+    """``sum_t L(t) e(t)`` for one trial, the traces `e` run forward in time.
+
+    **Arguments:**
+
+    - `weights`: the unit's weights (their values give the pre-activations).
+    - `alpha`: the leak ``a = dt / tau`` (1 for the vanilla RNN).
+    - `network_input`, `hidden`: the trial's input at each step and hidden state
+      after it; the state before the first step is zero.
+    - `signal`: the learning signal ``L(t)`` per unit.
+    - `trace_clip`: clip each trace's norm (per weight array) to this, if given.
+    """
+    previous = jnp.concatenate([jnp.zeros_like(hidden[:1]), hidden[:-1]])
+
+    def step(carry, xs):
+        traces, total = carry
+        x, h_before, learning = xs
+        pre = weights.weight_in @ x + weights.weight_rec @ h_before + weights.bias
+        drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
+        immediate = CellWeights(
+            weight_in=drive[:, None] * x[None, :],
+            weight_rec=drive[:, None] * h_before[None, :],
+            bias=drive,
+        )
+        traces = jax.tree.map(
+            lambda e, new: _clip_norm((1.0 - alpha) * e + new, trace_clip), traces, immediate
+        )
+        total = CellWeights(
+            weight_in=total.weight_in + learning[:, None] * traces.weight_in,
+            weight_rec=total.weight_rec + learning[:, None] * traces.weight_rec,
+            bias=total.bias + learning * traces.bias,
+        )
+        return (traces, total), None
+
+    zeros = jax.tree.map(jnp.zeros_like, weights)
+    (_, total), _ = jax.lax.scan(step, (zeros, zeros), (network_input, previous, signal))
+    return total
+
+
+class EProp(AbstractLearningRule):
+    """e-prop for the ``rnn`` and ``leaky`` cells (see :mod:`motorflow._training.rules._eprop`)."""
+
+    kind: Literal["eprop"] = "eprop"
+    feedback: Literal["random", "symmetric"] = Field(
+        "random",
+        description="how output errors reach the hidden units: fixed random weights, "
+        "or the readout's transpose",
+    )
+    feedback_scale: PositiveNumber = Field(
+        1.0, description="random feedback: std of the weights times sqrt(hidden units)"
+    )
+    trace_clip: PositiveNumber | None = Field(
+        None, description="clip each eligibility trace's norm to this (none: no clipping)"
+    )
+    replace_non_finite: Boolean = Field(
+        False, description="replace NaN and infinite gradient entries with 0"
+    )
+    exact_gradient = False
+
+    def check_model(self, cell, plant, trainable):
+        if cell not in _UNIT:
+            return (
+                f"e-prop's eligibility traces are derived for a tanh unit (cell rnn or "
+                f"leaky), not a {cell} cell; use model.network.cell rnn or leaky"
+            )
+        return None
+
+    def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> Any:
+        if self.feedback == "symmetric":
+            return None
+        if key is None:
+            raise ValueError("random feedback weights need a key (Trainer.init(learning_key=))")
+        n_hidden = model.network.cell.hidden_size
+        shape = (n_hidden, model.network.readout.out_features)
+        scale = self.feedback_scale / jnp.sqrt(n_hidden)
+        return {
+            "feedback": scale * jax.random.normal(key, shape, model.network.readout.weight.dtype)
+        }
+
+    def value_and_grad(self, batch: Batch, params, state, *, states: bool = False):
+        network = batch.model.network
+        cell_kind = network.cell.KIND
+        unit = attribute_getter(_UNIT[cell_kind])(batch.model)
+        alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
+        leading = (batch.trials.init_pos.shape[0], batch.task.n_steps)
+        dtype = network.readout.weight.dtype
+        probe = Probe(
+            output=jnp.zeros((*leading, network.readout.out_features), dtype),
+            hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
+        )
+
+        def probed(probe):
+            options = RolloutOptions(probe=probe)
+            return batch.loss(jax.lax.stop_gradient(params), options=options, states=True)
+
+        (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
+        feedback = network.readout.weight.T if state is None else state["feedback"]
+        learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
+        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+        per_trial = jax.vmap(
+            lambda x, h, signal: eligibility_gradient(
+                weights, alpha, x, h, signal, trace_clip=self.trace_clip
+            )
+        )(rollouts.network_input, rollouts.hidden, learning)
+        cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
+        readout_gradient = {
+            "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),
+            "bias": jnp.sum(signals.output, axis=(0, 1)),
+        }
+        found = {
+            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name)
+            for name in ("weight_in", "weight_rec", "bias")
+        } | {f"network.readout.{name}": value for name, value in readout_gradient.items()}
+        gradient = _gradient_like(params, found)
+        if self.replace_non_finite:
+            gradient = jax.tree.map(
+                lambda g: jnp.where(jnp.isfinite(g), g, jnp.zeros_like(g)), gradient
+            )
+        return (total, (terms, rollouts if states else None)), gradient, state
+
+
+def _gradient_like(params: Any, found: dict[str, Array]) -> Any:
+    """A gradient tree like `params`: the `found` arrays at their paths where the
+    parameters have an array, zeros on any other parameter."""
+    gradient = jax.tree.map(jnp.zeros_like, params)
+    for path, value in found.items():
+        get = attribute_getter(path)
+        if get(params) is not None:
+            gradient = eqx.tree_at(get, gradient, value.astype(get(params).dtype))
+    return gradient

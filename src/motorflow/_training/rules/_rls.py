@@ -1,0 +1,126 @@
+"""Recursive least squares on the readout toward target outputs (FORCE's rule).
+
+Sussillo & Abbott (2009), "Generating coherent patterns of activity from chaotic
+neural networks", Neuron 63(4):544: the readout ``y = W [h; 1]`` follows the
+recursive least-squares estimate of the weights that map the hidden states to the
+target outputs. The information matrix ``R = P^-1`` (the inverse of FORCE's ``P``;
+initially ``regularization I``) is kept across batches, so after any number of
+samples the readout is the ridge solution
+``argmin_W sum |W [h; 1] - y*|^2 + reg |W - W_0|^2``.
+The targets are :mod:`motorflow._training.rules._targets`' (the inverse dynamics of a
+minimum-jerk reach). Each batch's samples (every step of every trial) enter as one
+block: without forgetting, the estimate after a set of samples is the same however
+they are split into blocks or ordered, and one block costs one Cholesky
+factorisation per batch. By default the update comes after the batch's rollouts;
+with `update_every` k it comes after every k steps, within the rollout
+(:mod:`motorflow._training._segments`), and the next steps run with the new readout: with k =
+1 this is FORCE's online form, the readout changing at every step of the trials it
+learns from.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_factor, cho_solve
+from jaxtyping import Array, Float
+from pydantic import Field
+
+from ..._config_base import PositiveInt, PositiveNumber
+from ._base import AbstractLearningRule
+from ._targets import target_outputs
+
+Inputs = Float[Array, "sample features"]
+
+
+def rls_update(
+    weight: Float[Array, "features out"],
+    information: Float[Array, "features features"],
+    inputs: Inputs,
+    targets: Float[Array, "sample out"],
+) -> tuple[Float[Array, "features out"], Float[Array, "features features"]]:
+    """One block of recursive least squares: `weight` (``y = inputs @ weight``) and the
+    information matrix ``R = P^-1`` after the samples (`inputs`, `targets`) enter.
+
+    The information form ``R' = R + X^T X``, ``W' = W + R'^-1 X^T (Y - X W)`` is the
+    same recursion as the covariance form's ``P`` update, but ``R`` is a sum of
+    positive semi-definite terms: it stays positive definite in float32 over
+    millions of samples, where ``P``, shrinking like one over their number, loses
+    it to rounding (measured: non-finite weights after about 4 million samples).
+    """
+    information = information + inputs.T @ inputs
+    correction = cho_solve(cho_factor(information), inputs.T @ (targets - inputs @ weight))
+    return weight + correction, information
+
+
+class RLS(AbstractLearningRule):
+    """Recursive least squares on the readout toward target outputs (FORCE's rule)."""
+
+    kind: Literal["rls"] = "rls"
+    regularization: PositiveNumber = Field(
+        1.0, description="the information matrix P^-1 starts as regularization I (FORCE's alpha)"
+    )
+    movement_time: PositiveNumber = Field(
+        0.5, description="duration (s) of the minimum-jerk reach the targets follow"
+    )
+    update_every: PositiveInt | None = Field(
+        None,
+        description="update the readout after every this many steps of a rollout, within "
+        "it (1: FORCE's online form; none: once per rollout)",
+    )
+    exact_gradient = False
+
+    def check_model(self, cell, plant, trainable):
+        if plant.control_range is not None:
+            return (
+                "rls regresses the readout onto the inverse dynamics of a reach, which "
+                "needs a plant driven by forces or torques (point_mass, arm), not one "
+                "whose controls are bounded excitations"
+            )
+        if tuple(trainable) != ("network.readout",):
+            return (
+                "rls trains the readout only; set train.trainable: [network.readout] "
+                "(and no stages)"
+            )
+        return None
+
+    def segment_length(self) -> int | None:
+        return self.update_every
+
+    def owned(self, model):
+        return ("network.readout.weight", "network.readout.bias")
+
+    def init(self, model, *, key):
+        n_features = model.network.cell.hidden_size + 1
+        dtype = model.network.readout.weight.dtype
+        return {"information": self.regularization * jnp.eye(n_features, dtype=dtype)}
+
+    def value_and_grad(self, batch, params, state, *, states: bool = False):
+        # No gradient: the optimizer trains nothing (the readout is the rule's own);
+        # `apply` reads the rollouts.
+        return batch.loss(params, states=True), jax.tree.map(jnp.zeros_like, params), state
+
+    def apply(self, batch, model, state, rollouts):
+        readout = model.network.readout
+        steps = batch.first + jnp.arange(rollouts.hidden.shape[-2])
+        targets = jax.vmap(
+            lambda trial: target_outputs(batch.model, trial, steps, self.movement_time)
+        )(batch.trials)
+        hidden = rollouts.hidden.reshape(-1, rollouts.hidden.shape[-1])
+        features = jnp.concatenate([hidden, jnp.ones_like(hidden[:, :1])], axis=-1)
+        weight = jnp.concatenate([readout.weight.T, readout.bias[None, :]], axis=0)
+        weight, information = rls_update(
+            weight,
+            state["information"],
+            features,
+            targets.reshape(-1, targets.shape[-1]).astype(weight.dtype),
+        )
+        model = eqx.tree_at(
+            lambda m: (m.network.readout.weight, m.network.readout.bias),
+            model,
+            (weight[:-1].T, weight[-1]),
+        )
+        return model, {"information": information}

@@ -1,0 +1,112 @@
+"""What runs the workflow: stages, stores, job settings, experiments and sweeps, the
+workflow config and its loader, devices, logging, export and the command line.
+
+The Snakemake scripts call these; the science they run is :mod:`motorflow`'s.
+"""
+
+from .._identity import canonical_json, code_version, tree_digest
+from ._analysis_stages import (
+    analyse_experiment,
+    analysis_figures,
+    comparison_figure,
+    summary_stage,
+    sweep_figure,
+)
+from ._config_file import load_config_file
+from ._describe import describe_experiment
+from ._devices import claim_gpus, use_devices, visible_gpus
+from ._experiments import (
+    Experiment,
+    experiment_keys,
+    grid_points,
+    resolve_experiment,
+    resolve_experiments,
+)
+from ._job_settings import (
+    SETTING_PARAM_PREFIX,
+    flatten_settings,
+    is_arm,
+    job_settings,
+    parse_setting_params,
+    rule_params,
+    setting_param,
+)
+from ._runtime import enable_compilation_cache, stage_logging
+from ._stages import (
+    arm_figure,
+    evaluate_experiment,
+    experiment_figures,
+    make_trials,
+    protocol_figure,
+    train_experiment,
+)
+from ._store import (
+    StoreError,
+    center_out_dataset,
+    open_dataset,
+    read_center_out,
+    read_states,
+    read_trials,
+    trials_dataset,
+    write_dataset,
+    write_trials,
+)
+from ._workflow_config import (
+    EvaluationConfig,
+    SweepSpec,
+    WorkflowConfig,
+    check_name,
+    config_json_schema,
+    parse_config,
+)
+
+__all__ = [
+    "SETTING_PARAM_PREFIX",
+    "EvaluationConfig",
+    "Experiment",
+    "StoreError",
+    "SweepSpec",
+    "WorkflowConfig",
+    "analyse_experiment",
+    "analysis_figures",
+    "arm_figure",
+    "canonical_json",
+    "center_out_dataset",
+    "check_name",
+    "claim_gpus",
+    "code_version",
+    "comparison_figure",
+    "config_json_schema",
+    "describe_experiment",
+    "enable_compilation_cache",
+    "evaluate_experiment",
+    "experiment_figures",
+    "experiment_keys",
+    "flatten_settings",
+    "grid_points",
+    "is_arm",
+    "job_settings",
+    "load_config_file",
+    "make_trials",
+    "open_dataset",
+    "parse_config",
+    "parse_setting_params",
+    "protocol_figure",
+    "read_center_out",
+    "read_states",
+    "read_trials",
+    "resolve_experiment",
+    "resolve_experiments",
+    "rule_params",
+    "setting_param",
+    "stage_logging",
+    "summary_stage",
+    "sweep_figure",
+    "train_experiment",
+    "tree_digest",
+    "trials_dataset",
+    "use_devices",
+    "visible_gpus",
+    "write_dataset",
+    "write_trials",
+]

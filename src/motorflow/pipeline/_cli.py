@@ -1,0 +1,79 @@
+"""The ``motorflow`` command: inspect and export trained experiments, print the schema.
+
+``motorflow info results/<experiment>`` describes an experiment's settings, run and
+per-replicate results; ``motorflow export results/<experiment> --replicate i DIR``
+writes one replicate as a model of its own; ``motorflow schema`` prints the
+workflow config's JSON Schema (``python -m motorflow`` is the same command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import yaml
+
+from ._export import export_replicate
+from ._results import ResultsError, experiment_report
+from ._store import StoreError
+from ._workflow_config import config_json_schema
+
+SCHEMA_HEADER = (
+    "# Generated from motorflow's typed config (motorflow.pipeline.WorkflowConfig); do not edit.\n"
+    "# Regenerate: python -m motorflow schema > workflow/schemas/config.schema.yaml\n"
+)
+
+
+def schema_text() -> str:
+    """The schema file's text: a header, then the schema as block-style YAML."""
+    return SCHEMA_HEADER + yaml.safe_dump(config_json_schema(), sort_keys=False, width=88)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="motorflow", description="Inspect and export motorflow's trained experiments."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    info = commands.add_parser(
+        "info", help="describe a trained experiment: settings, run, each replicate's results"
+    )
+    info.add_argument("experiment", help="the experiment's folder, results/<experiment>")
+    export = commands.add_parser(
+        "export", help="write one replicate as a model of its own (motorflow or plain equinox)"
+    )
+    export.add_argument("experiment", help="the experiment's folder, results/<experiment>")
+    export.add_argument("folder", help="where to write the model (a new folder)")
+    export.add_argument(
+        "--replicate", type=int, required=True, metavar="I", help="which replicate, from 0"
+    )
+    export.add_argument(
+        "--best",
+        action="store_true",
+        help="export the replicate at its lowest validation loss (model_best)",
+    )
+    commands.add_parser(
+        "schema",
+        help="print the workflow config's JSON Schema "
+        "(python -m motorflow schema > workflow/schemas/config.schema.yaml)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command `argv` (default: the process's arguments); returns the exit code:
+    0, or 2 for a folder that is no trained experiment or a replicate out of range
+    (with one message on stderr)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "schema":
+            sys.stdout.write(schema_text())
+        elif args.command == "info":
+            sys.stdout.write(experiment_report(args.experiment))
+        else:
+            folder = export_replicate(args.experiment, args.replicate, args.folder, best=args.best)
+            print(f"Wrote replicate {args.replicate} of {args.experiment} to {folder}")
+    except (ResultsError, StoreError) as error:
+        print(f"motorflow {args.command}: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,161 @@
+"""The settings each pipeline job depends on: its rule params, hence its rerun trigger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .._config import ModelConfig
+from .._identity import canonical_json, code_version
+from .._plant import ArmConfig
+from ._experiments import Experiment
+from ._workflow_config import WorkflowConfig
+
+JobKey = tuple[str, str]
+
+
+def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as ``{"a.b.c": leaf}`` (lists are leaves), in sorted key order."""
+    if not isinstance(value, Mapping):
+        return {prefix: value}
+    flat: dict[str, Any] = {}
+    for key in sorted(value):
+        flat.update(flatten_settings(value[key], f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def is_arm(model: ModelConfig) -> bool:
+    """Whether the model's plant is an arm (with joints to draw)."""
+    return isinstance(model.plant, ArmConfig)
+
+
+def job_settings(
+    config: WorkflowConfig, experiments: Mapping[str, Experiment]
+) -> dict[JobKey, dict[str, Any]]:
+    """Flat settings (``{"model.feedback.delay": 2, ...}``) per job ``(rule, wildcard)``.
+
+    Each job gets exactly the settings its outputs depend on, so Snakemake reruns it
+    when one of them changes and never otherwise: the train job its experiment's
+    task, model, training (without the checkpoint cadence) and seed; evaluate the
+    task, seed and `evaluation` (with the conditions' order); analysis the
+    `analysis` options, task and seed; the summary the `statistics`, the experiments
+    and what pairs them; figures the `figures` options (and a sweep's figure its
+    sweep). With `track_code`,
+    the library's code version is a setting of the train, evaluate and analysis jobs.
+    """
+    code = {"code": code_version()} if config.track_code else {}
+    figures = flatten_settings({"figures": config.figures.to_dict()})
+    # What the analyses compute; the replicate drawn is the figures' business.
+    analysis = {k: v for k, v in config.analysis.to_dict().items() if k != "replicate"}
+    replicate = config.analysis.replicate
+    settings: dict[JobKey, dict[str, Any]] = {}
+    for name, experiment in experiments.items():
+        settings[("trials", experiment.dataset)] = flatten_settings(experiment.dataset_spec())
+        settings[("train", name)] = {**flatten_settings(experiment.train_settings()), **code}
+        evaluate = {
+            **experiment.evaluate_settings(),
+            "evaluation": config.evaluation.to_dict(),
+            # Flattening sorts keys; the conditions' order is the states' `condition` order.
+            "condition_order": list(config.evaluation.conditions),
+        }
+        settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
+        settings[("experiment_figures", name)] = dict(figures)
+        if is_arm(experiment.model):
+            settings[("arm_figure", name)] = dict(figures)
+        # The steady inputs of the fixed points come from the task; the starts' key
+        # from the seed.
+        settings[("analysis", name)] = (
+            flatten_settings(
+                {
+                    "analysis": analysis,
+                    "task": experiment.task.to_dict(),
+                    "seed": experiment.seed,
+                }
+            )
+            | code
+        )
+        settings[("analysis_figures", name)] = {**figures, "analysis.replicate": replicate}
+    settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
+    # Experiments that share a seed and a replicate count are paired.
+    settings[("summary", "")] = {
+        **flatten_settings({"statistics": config.statistics.to_dict()}),
+        "experiments": list(experiments),
+        **flatten_settings(
+            {
+                "pairing": {
+                    name: [experiment.seed, experiment.train.n_replicates]
+                    for name, experiment in experiments.items()
+                }
+            }
+        ),
+    }
+    for name, sweep in config.sweeps.items():
+        # The grid as [setting, values] pairs: its order names the experiments and
+        # puts the first setting on the x axis, and flattening would sort (and split
+        # at the dots of) its keys.
+        settings[("sweep_figure", name)] = {
+            **figures,
+            "sweep.experiment": sweep.experiment,
+            "sweep.grid": [[setting, values] for setting, values in sweep.grid.items()],
+            "sweep.metrics": list(sweep.metrics),
+        }
+    for name, protocol in config.protocols.items():
+        settings[("protocol_figure", name)] = {
+            **figures,
+            **flatten_settings({"protocol": protocol.to_dict()}),
+        }
+    return settings
+
+
+def setting_param(name: str, value: Any) -> str:
+    """One setting as the text ``name=<canonical JSON value>`` (one rule param)."""
+    return f"{name}={canonical_json(value)}"
+
+
+def rule_params(settings: Mapping[JobKey, Mapping[str, Any]], rule: str) -> list[dict[str, str]]:
+    """The params of `rule`: param i maps each job's wildcard value to a setting text.
+
+    Snakemake records a job's params as the *set* of their values (names play no
+    part) and reruns the job when that set changes. Every job of a rule has the same
+    number of params, so a job with fewer settings than another repeats its last one:
+    the set each job records is exactly its own settings, and adding a job with
+    settings of its own (another kind of plant, say) changes nothing recorded for
+    the others.
+    """
+    jobs = {
+        key: [setting_param(name, value) for name, value in flat.items()]
+        for (name, key), flat in settings.items()
+        if name == rule
+    }
+    count = max((len(texts) for texts in jobs.values()), default=0)
+    return [
+        {key: texts[min(index, len(texts) - 1)] for key, texts in jobs.items()}
+        for index in range(count)
+    ]
+
+
+SETTING_PARAM_PREFIX = "setting"
+
+
+def parse_setting_params(params: Any) -> dict[str, Any]:
+    """Nested settings back from :func:`setting_param` texts (the inverse of flattening).
+
+    `params` is a list of the texts, or a rule's named params (Snakemake's
+    ``snakemake.params``), of which those named ``setting<i>`` are read.
+    """
+    if hasattr(params, "items"):
+        params = [
+            text
+            for name, text in params.items()
+            if name.startswith(SETTING_PARAM_PREFIX) and name[len(SETTING_PARAM_PREFIX) :].isdigit()
+        ]
+    nested: dict[str, Any] = {}
+    for text in params:
+        name, _, value = text.partition("=")
+        *parents, last = name.split(".")
+        node = nested
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = json.loads(value)
+    return nested

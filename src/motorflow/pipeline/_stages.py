@@ -1,0 +1,304 @@
+"""The pipeline's stages as plain functions of paths and resolved configs.
+
+Workflow scripts only translate Snakemake's inputs, outputs and params into
+these calls, so every stage can also be run (and tested) without Snakemake.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import equinox as eqx
+import numpy as np
+
+from .._config import TaskConfig
+from .._evaluate import evaluate
+from .._figures import (
+    plot_arm_postures,
+    plot_loss_history,
+    plot_protocol,
+    plot_speed_profiles,
+    plot_trajectories,
+    protocol_summary,
+)
+from .._metrics import metrics_table, reach_metrics
+from .._model._ensemble import make_ensemble, n_replicates
+from .._model._saved_ensembles import (
+    adopt_weights,
+    load_ensemble,
+    load_optimizer_state,
+    load_training_record,
+    save_ensemble,
+)
+from .._task import Task
+from .._training._checkpoint import CheckpointStore
+from .._training._driver import train
+from .._training._history import history_dataset
+from .._training._run_identity import run_fingerprint, run_id
+from .._training._trainer import Trainer
+from ._experiments import Experiment, experiment_keys
+from ._outputs import save_figure, write_csv
+from ._store import (
+    center_out_dataset,
+    json_attrs,
+    open_dataset,
+    read_center_out,
+    read_states,
+    read_trials,
+    write_dataset,
+    write_trials,
+)
+from ._workflow_config import EvaluationConfig
+
+logger = logging.getLogger("motorflow")
+
+
+def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path: Path) -> None:
+    """Write the training specs `(replicate, batch, trial)` and the center-out specs
+    (under the task's training perturbations: the validation set).
+
+    `dataset_spec` is :meth:`Experiment.dataset_spec`: task config, replicate sets,
+    batches, batch size and seed.
+    """
+    task = Task(TaskConfig.from_dict(dataset_spec["task"], "task"))
+    trials = task.training_trials(
+        experiment_keys(dataset_spec["seed"])["trials"],
+        n_replicates=dataset_spec["n_replicates"],
+        n_batches=dataset_spec["n_batches"],
+        batch_size=dataset_spec["batch_size"],
+    )
+    write_trials(trials, train_path, attrs={"dataset_spec": dict(dataset_spec)})
+    validation = task.validation_set(experiment_keys(dataset_spec["seed"])["validation"])
+    write_dataset(
+        center_out_dataset(validation, attrs={"task_config": dataset_spec["task"]}),
+        eval_path,
+    )
+
+
+def train_experiment(
+    experiment: Experiment,
+    *,
+    trials_path: Path,
+    eval_path: Path,
+    model_path: Path,
+    history_path: Path,
+    checkpoint_dir: Path,
+    best_model_path: Path | None = None,
+    init_path: Path | None = None,
+    progress: bool = True,
+) -> None:
+    """Train (or resume) one experiment; write the final model, its history and (to
+    `best_model_path`) each replicate at its lowest validation loss.
+
+    An experiment with ``init_from`` starts from the trained model at `init_path`
+    (the arrays; its own settings without weights) and, without ``reset_optimizer``,
+    from the optimizer state saved with it. The model is saved with its final
+    optimizer state, so that any experiment can continue it.
+
+    With ``train.tensorboard``, TensorBoard event files go to
+    ``<checkpoint_dir>/../tensorboard/<run>/``, one directory per training
+    configuration (the first 16 characters of its :func:`run_id`).
+
+    The checkpoint store remembers which run's results the outputs hold. When the
+    stage runs again for that very run (its outputs were in place, so the rerun was
+    forced, e.g. ``snakemake -R train``), it trains from the first batch rather than
+    returning the finished checkpoint; any other run resumes its own checkpoints, so
+    reverting a config edit restores the earlier results without retraining.
+    """
+    trials = read_trials(trials_path)
+    validation = read_center_out(eval_path)
+    task = Task(experiment.task)
+    keys = experiment_keys(experiment.seed)
+    ensemble = make_ensemble(
+        experiment.model,
+        n_replicates=experiment.train.n_replicates,
+        n_task_inputs=task.n_inputs,
+        key=keys["init"],
+    )
+    opt_state = None
+    if experiment.init_from is not None:
+        if init_path is None:
+            raise ValueError(
+                f"{experiment.name!r} starts from {experiment.init_from!r}: give init_path"
+            )
+        parent, _ = load_ensemble(init_path)
+        ensemble = adopt_weights(ensemble, parent)
+        logger.info("Starting from the trained model of %r (%s)", experiment.init_from, init_path)
+        if not experiment.reset_optimizer:
+            # Only the optimizer state's shapes are read: any constraint key serves.
+            trainer = Trainer(ensemble, task, experiment.train, constraint_key=keys["train"])
+            like = eqx.filter_eval_shape(trainer.init, keys["train"], learning_key=keys["train"])
+            opt_state = load_optimizer_state(init_path, like.opt_state)
+    store = CheckpointStore(checkpoint_dir)
+    identity = run_id(
+        run_fingerprint(
+            ensemble,
+            trials,
+            task,
+            experiment.train,
+            key=keys["train"],
+            validation=validation,
+            initial_opt_state=opt_state,
+        )
+    )
+    forced = store.outputs_from == identity
+    if forced:
+        logger.info(
+            "The outputs already held this configuration's results, so this run was "
+            "forced: training from the first batch."
+        )
+    store.record_outputs(None)
+    result = train(
+        ensemble,
+        trials,
+        task,
+        experiment.train,
+        key=keys["train"],
+        checkpoint_dir=checkpoint_dir,
+        validation=validation,
+        progress=progress,
+        restart=forced,
+        initial_opt_state=opt_state,
+        # One directory per training configuration, as the checkpoints.
+        tensorboard_dir=Path(checkpoint_dir).parent / "tensorboard" / identity[:16]
+        if experiment.train.tensorboard
+        else None,
+    )
+    snapshots = experiment.train.snapshots
+    history = history_dataset(
+        result.history,
+        trials=trials if snapshots is not None and snapshots.trials else None,
+        attrs=json_attrs(
+            {
+                # What the result depends on, so the store is the same whatever the cadence;
+                "experiment": {"name": experiment.name, **experiment.train_settings()},
+                # and how this run made it (machine, times), which differs between runs.
+                "run_record": result.record,
+            }
+        ),
+    )
+    write_dataset(history, history_path)
+    status = {
+        "diverged_at": history.diverged_at.values.tolist(),
+        "best_batch": history.best_batch.values.tolist(),
+    }
+    save_ensemble(
+        model_path,
+        result.ensemble,
+        experiment.model,
+        n_task_inputs=task.n_inputs,
+        optimizer_state=result.state.opt_state,
+        training={"parameters": "final", **status},
+    )
+    if best_model_path is not None:
+        save_ensemble(
+            best_model_path,
+            result.best_ensemble,
+            experiment.model,
+            n_task_inputs=task.n_inputs,
+            training={"parameters": "best", **status},
+        )
+    store.record_outputs(result.run_id)
+
+
+def evaluate_experiment(
+    experiment: Experiment,
+    *,
+    model_path: Path,
+    eval_path: Path,
+    states_path: Path,
+    metrics_path: Path,
+    table_path: Path,
+    evaluation: EvaluationConfig,
+) -> None:
+    """Run the trained ensemble (final or best, as `model_path` holds) on the center-out
+    reaches in each of the `evaluation` conditions; write states and metrics.
+
+    Both carry the coord ``diverged_at (replicate)`` (-1: trained to the end). A
+    replicate that diverged is evaluated at its frozen parameters, but in the final
+    model its metrics are NaN: they describe no trained network. (Its best
+    parameters, validated before it diverged, are scored as any other.)
+    """
+    ensemble, model_config = load_ensemble(model_path)
+    training = load_training_record(model_path)
+    n = n_replicates(ensemble)
+    diverged_at = np.asarray(training.get("diverged_at", [-1] * n), np.int64)
+    task = Task(experiment.task)
+    keys = experiment_keys(experiment.seed)
+    center_out = read_center_out(eval_path)
+    states = evaluate(
+        ensemble,
+        task,
+        model_config,
+        key=keys["evaluate"],
+        # The stored set carries the training perturbations (for validation): not here.
+        trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
+        conditions=evaluation.conditions,
+        conditions_key=keys["conditions"],
+        attrs={
+            "experiment": experiment.name,
+            "seed": experiment.seed,
+            "parameters": training.get("parameters", "final"),
+        },
+    ).assign_coords(diverged_at=("replicate", diverged_at))
+    write_dataset(states, states_path)
+    metrics = reach_metrics(read_states(states_path), goal_radius=evaluation.goal_radius)
+    if training.get("parameters", "final") == "final":
+        metrics = metrics.where(metrics.diverged_at == -1)
+    write_dataset(metrics, metrics_path)
+    table_path = Path(table_path)
+    write_csv(metrics_table(metrics), table_path)
+
+
+def experiment_figures(
+    *,
+    history_path: Path,
+    states_path: Path,
+    loss_path: Path,
+    trajectories_path: Path,
+    speed_path: Path,
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """Loss history, center-out trajectories and speed profiles of one experiment."""
+    history = open_dataset(history_path)
+    states = read_states(states_path)
+    dpi = options["dpi"]
+    save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi)
+    save_figure(
+        plot_trajectories(states, max_replicates=options["max_replicates"], title=title),
+        trajectories_path,
+        dpi=dpi,
+    )
+    save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
+
+
+def arm_figure(
+    *, states_path: Path, figure_path: Path, options: Mapping[str, Any], title: str = ""
+) -> None:
+    """The arm's postures during the center-out reaches of one experiment (arm plants)."""
+    figure = plot_arm_postures(read_states(states_path), title=title)
+    save_figure(figure, figure_path, dpi=options["dpi"])
+
+
+def protocol_figure(
+    stages: Sequence[str],
+    *,
+    metrics_paths: Sequence[Path],
+    figure_path: Path,
+    table_path: Path,
+    metric: str,
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """A metric across a protocol's stages in each condition: the figure, and its numbers
+    per stage, condition and replicate as a CSV."""
+    summary = protocol_summary(
+        {name: open_dataset(path) for name, path in zip(stages, metrics_paths, strict=True)},
+        metric=metric,
+    )
+    save_figure(plot_protocol(summary, title=title), figure_path, dpi=options["dpi"])
+    write_csv(summary.to_dataframe().reset_index(), table_path)

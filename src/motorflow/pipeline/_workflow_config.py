@@ -1,0 +1,336 @@
+"""The workflow config as one typed model, and the JSON Schema generated from it.
+
+Named blocks (``tasks``, ``models``, ``trainings``) are the typed blocks of
+`_config`; ``experiments`` combine them (with partial ``override`` blocks, checked
+once merged, see `_experiments`); ``sweeps`` expand an experiment over a grid. The
+schema Snakemake validates (`workflow/schemas/config.schema.yaml`) is
+:func:`config_json_schema`'s output, never edited by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic.json_schema import GenerateJsonSchema
+
+from .._analysis._config import AnalysisConfig, StatisticsConfig, SummaryMetric
+from .._config import ModelConfig, TrainConfig
+from .._config_base import (
+    Block,
+    Boolean,
+    ConfigError,
+    NonNegativeInt,
+    PositiveInt,
+    PositiveNumber,
+    Text,
+    config_error,
+)
+from .._metrics import METRIC_UNITS
+from .._perturb import AnyPerturbation
+from .._task import MAX_PERTURBATIONS, AnyTaskConfig
+
+NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
+MAX_NAME_LENGTH = 64
+GRID_SETTING_PATTERN = r"^(seed|(task|model|training)(\.[A-Za-z_][A-Za-z0-9_]*)+)$"
+
+
+def check_name(name: Any, path: str = "") -> str:
+    """Names become paths: only letters, digits, ``_`` and ``-``, at most 64 characters."""
+    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+        raise ConfigError(
+            path,
+            f"{name!r} is not a valid name: use only letters, digits, '_' and '-' "
+            "(names become file paths)",
+        )
+    if len(name) > MAX_NAME_LENGTH:
+        raise ConfigError(
+            path,
+            f"{name[:20]!r}... is {len(name)} characters long; names have at most "
+            f"{MAX_NAME_LENGTH} characters (they become file paths)",
+        )
+    return name
+
+
+def _grid_setting(setting: str) -> str:
+    if not re.match(GRID_SETTING_PATTERN, setting):
+        raise ConfigError(
+            "",
+            f"{setting!r} is not a sweep setting: use 'seed' or a dotted path starting "
+            "with task., model. or training. (e.g. model.feedback.noise_std)",
+        )
+    return setting
+
+
+def _not_a_yaml_value(name: Any) -> Any:
+    if name is None or isinstance(name, bool):
+        raise ConfigError(
+            "",
+            f"a name read as {name!r}: YAML reads a bare null, yes, no, true or false as a "
+            'value; quote it ("null": ...) or choose another name',
+        )
+    return name
+
+
+Name = Annotated[
+    str,
+    BeforeValidator(_not_a_yaml_value),
+    AfterValidator(check_name),
+    WithJsonSchema({"type": "string", "pattern": NAME_PATTERN, "maxLength": MAX_NAME_LENGTH}),
+]
+GridSetting = Annotated[
+    str,
+    AfterValidator(_grid_setting),
+    WithJsonSchema({"type": "string", "pattern": GRID_SETTING_PATTERN}),
+]
+Seed = Annotated[NonNegativeInt, Field(lt=2**31)]
+PartialBlock = dict[str, Any]
+
+
+class Override(Block):
+    """Partial task, model and training blocks merged over an experiment's named ones."""
+
+    task: PartialBlock | None = None
+    model: PartialBlock | None = None
+    training: PartialBlock | None = None
+
+
+class ExperimentSpec(Block):
+    """An experiment: the names of its task, model and training blocks, and its seed.
+
+    With `init_from`, training starts from that experiment's trained model (its
+    descendants rerun when it does); `reset_optimizer: false` also continues its
+    optimizer state.
+    """
+
+    task: Name
+    model: Name
+    training: Name
+    seed: Seed = 0
+    override: Override = Override()
+    init_from: Name | None = Field(None, description="start from this experiment's trained model")
+    reset_optimizer: Boolean = Field(
+        True, description="with init_from: a fresh optimizer state (false: continue the parent's)"
+    )
+
+
+class SweepSpec(Block):
+    """A base experiment expanded over every combination of the `grid`'s values."""
+
+    experiment: Name
+    grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(min_length=1)
+    metrics: tuple[SummaryMetric, ...] = Field(
+        ("endpoint_error", "final_validation_loss"),
+        min_length=1,
+        max_length=len(SummaryMetric.__args__),
+        description="drawn against the swept values, a panel each",
+    )
+
+
+MAX_CONDITIONS = 100
+
+
+class EvaluationConfig(Block):
+    """The conditions every experiment is evaluated in, and how reaches are scored.
+
+    `conditions` maps a name to a list of perturbations (an empty list: none); every
+    experiment runs its center-out reaches in each condition, in order, with the same
+    noise. A condition's settings that are ranges are drawn per trial from the
+    experiment's seed. `model` chooses the trained model evaluated: the ``final`` one
+    or, per replicate, the ``best`` by validation loss.
+    """
+
+    model: Literal["final", "best"] = Field(
+        "final",
+        description="evaluate the final model, or each replicate at its best validation loss",
+    )
+    goal_radius: PositiveNumber = Field(
+        0.05,
+        description="distance to the goal within which a reach counts as settled (movement time)",
+    )
+    conditions: dict[
+        Name, Annotated[tuple[AnyPerturbation, ...], Field(max_length=MAX_PERTURBATIONS)]
+    ] = Field({"unperturbed": ()}, min_length=1, max_length=MAX_CONDITIONS)
+
+
+class FiguresConfig(Block):
+    """Figure files: format, resolution and how many replicates to draw."""
+
+    format: Literal["png", "pdf", "svg"] = "png"
+    dpi: Annotated[PositiveInt, Field(ge=10)] = 120
+    max_replicates: PositiveInt = 5
+
+
+# Per-trial metrics a protocol figure can show: every metric of `reach_metrics` but
+# reaction time, which only delayed reaches have.
+ProtocolMetric = Literal[tuple(name for name in METRIC_UNITS if name != "reaction_time")]
+
+
+class ProtocolSpec(Block):
+    """A protocol: experiments as the stages of one story (e.g. baseline, adaptation,
+    washout), drawn side by side in each evaluation condition."""
+
+    stages: tuple[Name, ...] = Field(min_length=1, max_length=100)
+    metric: ProtocolMetric = Field(
+        "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
+    )
+
+
+SITE_NAME = r"^[A-Za-z0-9_.]+$"
+
+
+class StageResources(Block):
+    """A stage's job size and, on SLURM, where it runs."""
+
+    threads: PositiveInt = 1
+    mem_mb: PositiveInt = 2000
+    runtime: PositiveInt = Field(30, description="minutes")
+    gpus: NonNegativeInt = 0
+    gpu_model: Annotated[Text, Field(pattern=SITE_NAME)] | None = Field(
+        None, description="SLURM: --gpus=<gpu_model>:<gpus>"
+    )
+    gres: (
+        Annotated[Text, Field(pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_.]+)?(:[0-9]+[TGM]?)?$")] | None
+    ) = Field(
+        None,
+        description="SLURM: --gres=<gres>, for sites that take only --gres (instead of gpus)",
+    )
+    slurm_partition: Annotated[Text, Field(pattern=r"^[A-Za-z0-9_.,-]+$")] | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_ask_for_gpus(self) -> StageResources:
+        if self.gpu_model and self.gpus < 1:
+            raise ConfigError(
+                "gpu_model",
+                f"{self.gpu_model!r} needs a GPU count: set gpus to 1 or more",
+            )
+        if self.gres and self.gpus:
+            raise ConfigError(
+                "gres",
+                f"{self.gres!r} and gpus: {self.gpus} both ask for GPUs; use gpus (and "
+                "gpu_model) or, where the site takes only --gres, gres alone",
+            )
+        return self
+
+
+class ResourcesConfig(Block):
+    """Job sizes per stage; a partial stage keeps the defaults it does not name."""
+
+    trials: StageResources = StageResources(threads=1, mem_mb=2000, runtime=10)
+    train: StageResources = StageResources(threads=2, mem_mb=4000, runtime=120)
+    evaluate: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
+    figures: StageResources = StageResources(threads=1, mem_mb=1000, runtime=10)
+    analysis: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
+
+
+class WorkflowConfig(Block):
+    """A motorflow workflow config. Every key is explained in config/README.md.
+
+    Named blocks (tasks, models, trainings) combine into experiments; sweeps expand
+    an experiment over a grid. Unknown keys are errors.
+    """
+
+    tasks: dict[Name, AnyTaskConfig] = Field(min_length=1)
+    models: dict[Name, ModelConfig] = Field(min_length=1)
+    trainings: dict[Name, TrainConfig] = Field(min_length=1)
+    experiments: dict[Name, ExperimentSpec] = Field(min_length=1)
+    sweeps: dict[Name, SweepSpec] = {}
+    protocols: dict[Name, ProtocolSpec] = {}
+    evaluation: EvaluationConfig = EvaluationConfig()
+    figures: FiguresConfig = FiguresConfig()
+    analysis: AnalysisConfig = AnalysisConfig()
+    statistics: StatisticsConfig = StatisticsConfig()
+    resources: ResourcesConfig = ResourcesConfig()
+    track_code: Boolean = Field(
+        False, description="rerun training when the motorflow library's source changes"
+    )
+    jax_cache_dir: Text = Field(
+        ".jax_cache",
+        description="persistent JAX compilation cache shared by all stages ('' disables it)",
+    )
+
+    def filled_sections(self) -> dict[str, Any]:
+        """The top-level settings other than the named blocks, every default filled in."""
+        return self.model_dump(mode="json", exclude={"tasks", "models", "trainings", "experiments"})
+
+
+def check_finite(value: Any, path: str = "") -> None:
+    """Every number in the config is finite: NaN and infinities are never settings.
+
+    This covers values no block types yet, such as a sweep's grid.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(path or "(top level)", f"must be a finite number, got {value!r}")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_finite(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_finite(item, f"{path}[{index}]")
+
+
+def parse_config(config: Mapping[str, Any]) -> WorkflowConfig:
+    """The typed workflow config, or a :class:`ConfigError` naming the first bad key."""
+    if not isinstance(config, Mapping):
+        raise ConfigError("(top level)", f"must be a mapping of sections, got {config!r}")
+    check_finite(config)
+    try:
+        return WorkflowConfig.model_validate(config)
+    except pydantic.ValidationError as error:
+        raise config_error(error, data=config) from None
+
+
+class _Schema(GenerateJsonSchema):
+    """Titles off (the keys name themselves); each class's docstring is its description."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def model_schema(self, schema: Any) -> Any:
+        json_schema = super().model_schema(schema)
+        json_schema.pop("title", None)
+        return json_schema
+
+
+def _name_keyed(node: Any) -> Any:
+    """Post-processing of pydantic's schema: constrained dict keys, written as
+    ``patternProperties`` (which lets other keys through), become ``propertyNames``;
+    a tagged union's ``oneOf`` becomes ``anyOf``."""
+    if isinstance(node, dict):
+        node = {key: _name_keyed(value) for key, value in node.items()}
+        if "discriminator" in node and "oneOf" in node:
+            # Every key of a block is optional, so a partial block without its `kind`
+            # (e.g. {n_substeps: 2}) can fit several kinds; the typed config settles it.
+            node["anyOf"] = node.pop("oneOf")
+        patterns = node.pop("patternProperties", None)
+        if patterns:
+            ((pattern, values),) = patterns.items()
+            names: dict[str, Any] = {"pattern": pattern}
+            if pattern == NAME_PATTERN:
+                names["maxLength"] = MAX_NAME_LENGTH
+            node["propertyNames"] = names
+            node["additionalProperties"] = values
+        return node
+    if isinstance(node, list):
+        return [_name_keyed(value) for value in node]
+    return node
+
+
+def config_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a workflow config (draft 2020-12), from :class:`WorkflowConfig`.
+
+    Overrides are described by their blocks' schemas: every key of a block is
+    optional, so a partial block validates.
+    """
+    schema = _name_keyed(WorkflowConfig.model_json_schema(schema_generator=_Schema))
+    override = schema["$defs"]["Override"]["properties"]
+    for block, section in (("task", "tasks"), ("model", "models"), ("training", "trainings")):
+        # A partial block of the section's kind (a task block's kinds are a union).
+        block_schema = copy.deepcopy(schema["properties"][section]["additionalProperties"])
+        override[block] = {"anyOf": [block_schema, {"type": "null"}]}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
