@@ -8,9 +8,9 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 import motorflow as mf
-from motorflow._analysis._comparison_figure import plot_comparison
 from motorflow._analysis._statistics import replicate_values, summarise
 from motorflow._figures import (
+    plot_comparison,
     plot_loss_history,
     plot_speed_profiles,
     plot_trajectories,

@@ -8,12 +8,12 @@ from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
-from motorflow._analysis._hidden_figures import (
+from motorflow._analysis._pca import hidden_pca
+from motorflow._figures._hidden_states import (
     plot_fixed_points,
     plot_pca_trajectories,
     plot_tuning,
 )
-from motorflow._analysis._pca import hidden_pca
 
 N_REP, N_TRIALS, N_STEPS, N_UNITS = 2, 4, 15, 5
 ANGLE = np.linspace(0, 2 * np.pi, N_TRIALS, endpoint=False)

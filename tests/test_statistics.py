@@ -4,11 +4,9 @@ import pandas as pd
 import pytest
 import xarray as xr
 
+from motorflow._analysis._bootstrap import bootstrap_interval, resample_indices, resample_path
 from motorflow._analysis._statistics import (
     TABLE_COLUMNS,
-    _path,
-    _resample_indices,
-    bootstrap_interval,
     replicate_values,
     summarise,
     summary_table,
@@ -50,7 +48,7 @@ def test_interval_contains_the_mean_and_is_the_percentile_bootstrap_of_its_resam
     )
     assert low < sample.mean() < high
     # The same resamples drawn by hand and summarised by numpy give the same interval.
-    indices = np.asarray(_resample_indices(key, _path("a", 1), n=15, n_resamples=4000))
+    indices = np.asarray(resample_indices(key, resample_path("a", 1), n=15, n_resamples=4000))
     expected = np.percentile(sample[indices].mean(axis=1), [5, 95])
     np.testing.assert_allclose([low, high], expected, rtol=1e-12)
     # Another path draws other resamples: a different (still sensible) interval.

@@ -7,7 +7,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from motorflow._analysis._statistics import summarise
-from motorflow._analysis._sweep_figures import plot_sweep
+from motorflow._figures import plot_sweep
 
 NOISE = "model.feedback.noise_std"
 HIDDEN = "model.network.hidden_size"

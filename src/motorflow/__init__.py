@@ -1,6 +1,5 @@
 """motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox."""
 
-from ._analysis._comparison_figure import plot_comparison
 from ._analysis._config import (
     AnalysisConfig,
     FixedPointsConfig,
@@ -9,10 +8,8 @@ from ._analysis._config import (
     TuningConfig,
 )
 from ._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
-from ._analysis._hidden_figures import plot_fixed_points, plot_pca_trajectories, plot_tuning
 from ._analysis._pca import hidden_pca
 from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
-from ._analysis._sweep_figures import plot_sweep
 from ._analysis._tuning import directional_tuning
 from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._config import (
@@ -32,10 +29,15 @@ from ._evaluate import condition_trials, evaluate, rollout_ensemble
 from ._figures import (
     diverged_replicates,
     plot_arm_postures,
+    plot_comparison,
+    plot_fixed_points,
     plot_loss_history,
+    plot_pca_trajectories,
     plot_protocol,
     plot_speed_profiles,
+    plot_sweep,
     plot_trajectories,
+    plot_tuning,
     protocol_summary,
 )
 from ._losses import loss_terms, total_loss

@@ -3,17 +3,22 @@ intervals of their means, and contrasts between experiments (paired when they ca
 
 from __future__ import annotations
 
-import functools
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-import jax
 import numpy as np
 import pandas as pd
 import xarray as xr
-from jaxtyping import Array, ArrayLike, Int, PRNGKeyArray, UInt
+from jaxtyping import PRNGKeyArray
 
 from .._metrics import METRIC_UNITS
+from ._bootstrap import (
+    bootstrap_interval,
+    check_settings,
+    finite_values,
+    percentile_interval,
+    resample_path,
+    resampled_means,
+)
 
 FINAL_LOSS = "final_validation_loss"
 # The condition of a number measured once per replicate, not per evaluation condition.
@@ -80,90 +85,6 @@ def replicate_values(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
     return values
 
 
-@functools.partial(jax.jit, static_argnames=("n", "n_resamples"))
-def _resample_indices(
-    key: PRNGKeyArray, path: UInt[ArrayLike, " depth"], *, n: int, n_resamples: int
-) -> Int[Array, "resample n"]:
-    """`n_resamples` draws of `n` indices into `n` values, with replacement, from `key`
-    folded with each entry of `path` in turn (one compiled call: this runs per cell)."""
-    for index in range(len(path)):
-        key = jax.random.fold_in(key, path[index])
-    return jax.random.randint(key, (n_resamples, n), 0, n)
-
-
-def _name_code(name: str) -> int:
-    # A fixed hash of the name, not its position, so that adding or reordering experiments
-    # (or metrics, or conditions) never changes another cell's resamples.
-    return zlib.crc32(name.encode())
-
-
-def _path(*names: str | int) -> np.ndarray:
-    return np.array(
-        [name if isinstance(name, int) else _name_code(name) for name in names], np.uint32
-    )
-
-
-def _finite(values: ArrayLike) -> np.ndarray:
-    values = np.asarray(values, dtype=np.float64).ravel()
-    return values[np.isfinite(values)]
-
-
-def _check_settings(n_resamples: int, confidence: float) -> None:
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-
-
-def _percentile_interval(resampled_means: np.ndarray, confidence: float) -> tuple[float, float]:
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(resampled_means, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _resampled_means(
-    values: np.ndarray, key: PRNGKeyArray, path: np.ndarray, n_resamples: int
-) -> np.ndarray:
-    indices = np.asarray(_resample_indices(key, path, n=values.size, n_resamples=n_resamples))
-    # The means in float64 on the host: float32 (JAX's default) would blur narrow intervals.
-    return values[indices].mean(axis=1)
-
-
-def bootstrap_interval(
-    values: ArrayLike,
-    *,
-    key: PRNGKeyArray,
-    n_resamples: int,
-    confidence: float,
-    path: Sequence[str | int] = (),
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of `values` (Efron & Tibshirani 1993,
-    *An Introduction to the Bootstrap*, ch. 13).
-
-    The finite values are resampled with replacement `n_resamples` times, all at once;
-    the interval runs between the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
-    percentiles (linearly interpolated) of the resampled means. With fewer than two
-    finite values there is no spread to resample and the interval is ``(nan, nan)``
-    (never a zero-width interval that would look like certainty).
-
-    **Arguments:**
-
-    - `values`: the numbers, any shape (flattened); NaN and infinities are dropped.
-    - `key`: a `jax.random` key; the resample indices are
-      ``randint(fold_in(key, *path), (n_resamples, n), 0, n)``.
-    - `n_resamples`: how many resamples (>= 1).
-    - `confidence`: the interval's coverage, in (0, 1).
-    - `path`: names or integers folded into `key` first (names by a fixed hash), so
-      that one key can serve many intervals independently.
-    """
-    _check_settings(n_resamples, confidence)
-    finite = _finite(values)
-    if finite.size < 2:
-        return np.nan, np.nan
-    means = _resampled_means(finite, key, _path(*path), n_resamples)
-    return _percentile_interval(means, confidence)
-
-
 def _per_cell(values: xr.Dataset) -> dict[tuple[str, str], np.ndarray]:
     """(metric, condition) -> the values over `replicate`; a variable without a
     `condition` dim goes under `NO_CONDITION`."""
@@ -207,7 +128,7 @@ def _difference(
             differences, key=key, n_resamples=n_resamples, confidence=confidence, path=path
         )
         return float(estimate), low, high, differences.size
-    experiment, reference = _finite(experiment), _finite(reference)
+    experiment, reference = finite_values(experiment), finite_values(reference)
     n = experiment.size + reference.size
     if not (experiment.size and reference.size):
         return np.nan, np.nan, np.nan, n
@@ -215,10 +136,10 @@ def _difference(
     if min(experiment.size, reference.size) < 2:
         return float(estimate), np.nan, np.nan, n
     # Each group resampled on its own: independent replicates share nothing to pair on.
-    differences = _resampled_means(
-        experiment, key, _path(*path, "experiment"), n_resamples
-    ) - _resampled_means(reference, key, _path(*path, "reference"), n_resamples)
-    low, high = _percentile_interval(differences, confidence)
+    differences = resampled_means(
+        experiment, key, resample_path(*path, "experiment"), n_resamples
+    ) - resampled_means(reference, key, resample_path(*path, "reference"), n_resamples)
+    low, high = percentile_interval(differences, confidence)
     return float(estimate), low, high, n
 
 
@@ -276,7 +197,7 @@ def summarise(
 
     The attributes record ``confidence``, ``n_resamples`` and ``method``.
     """
-    _check_settings(n_resamples, confidence)
+    check_settings(n_resamples, confidence)
     names = list(values)
     cells = {name: _per_cell(dataset) for name, dataset in values.items()}
     metrics = _union([[metric for metric, _ in cells[name]] for name in names])
@@ -288,7 +209,7 @@ def summarise(
     for e, name in enumerate(names):
         for (metric, condition), cell in cells[name].items():
             index = (e, metrics.index(metric), conditions.index(condition))
-            finite = _finite(cell)
+            finite = finite_values(cell)
             defined[index] = True
             n[index] = finite.size
             mean[index] = finite.mean() if finite.size else np.nan

@@ -18,7 +18,6 @@ from ._devices import claim_gpus, use_devices, visible_gpus
 from ._experiments import (
     Experiment,
     experiment_keys,
-    grid_points,
     resolve_experiment,
     resolve_experiments,
 )
@@ -51,6 +50,7 @@ from ._store import (
     write_dataset,
     write_trials,
 )
+from ._sweeps import grid_points
 from ._workflow_config import (
     EvaluationConfig,
     SweepSpec,

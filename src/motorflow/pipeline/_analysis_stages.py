@@ -11,14 +11,18 @@ from typing import Any
 import jax
 import xarray as xr
 
-from .._analysis._comparison_figure import plot_comparison
 from .._analysis._config import AnalysisConfig, StatisticsConfig
 from .._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
-from .._analysis._hidden_figures import plot_fixed_points, plot_pca_trajectories, plot_tuning
 from .._analysis._pca import hidden_pca
 from .._analysis._statistics import replicate_values, summarise, summary_table
-from .._analysis._sweep_figures import plot_sweep
 from .._analysis._tuning import directional_tuning
+from .._figures import (
+    plot_comparison,
+    plot_fixed_points,
+    plot_pca_trajectories,
+    plot_sweep,
+    plot_tuning,
+)
 from .._model._saved_ensembles import load_ensemble
 from .._task import Task
 from ._experiments import Experiment, experiment_keys

@@ -12,8 +12,8 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import _log_scale_if_possible, _suptitle
-from ._comparison_figure import _metric_label, _replicate_column, _shown_condition
+from ._comparison import _metric_label, _replicate_column, _shown_condition
+from ._style import log_scale_if_possible, suptitle
 
 # Replicates of a point are spread over this fraction of the gap between grid values,
 # and the groups' spreads side by side over `_GROUP_SPREAD`: enough to tell the dots
@@ -186,7 +186,7 @@ def plot_sweep(
         ax.set_ylabel(_metric_label(summary, metric))
         ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
         if metric == "final_validation_loss":
-            _log_scale_if_possible(ax, np.concatenate(drawn))
+            log_scale_if_possible(ax, np.concatenate(drawn))
     _sweep_legend(fig, legend_lines, summary.attrs["confidence"])
-    _suptitle(fig, title)
+    suptitle(fig, title)
     return fig

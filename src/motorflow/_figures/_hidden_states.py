@@ -12,13 +12,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
-from .._figures import (
-    _add_angle_colorbar,
-    _angle_colors,
-    _by_condition,
-    _no_data,
-    _suptitle,
+from ._style import (
+    add_angle_colorbar,
+    angle_colors,
+    by_condition,
     condition_label,
+    no_data,
+    suptitle,
 )
 
 N_DIRECTION_BINS = 16
@@ -30,7 +30,7 @@ def _plane(pca: xr.Dataset) -> xr.Dataset:
     """`pca` with a `condition` dim, checked to have the PC1–PC2 plane."""
     if pca.sizes["pc"] < 2:
         raise ValueError(f"a PC1–PC2 plane needs 2 components, the PCA has {pca.sizes['pc']}")
-    return _by_condition(pca)
+    return by_condition(pca)
 
 
 def _label_axes(ax: Axes, ratio: xr.DataArray) -> None:
@@ -45,7 +45,7 @@ def _draw_paths(ax: Axes, one: xr.Dataset, colors: np.ndarray, **style) -> bool:
     False when there is nothing finite to draw."""
     paths = one.projection.sel(_PLANE).transpose("trial", "time", "pc").values
     if not np.isfinite(paths).any():
-        _no_data(ax, "no data (NaN states)")
+        no_data(ax, "no data (NaN states)")
         return False
     for path, color in zip(paths, colors):
         ax.plot(path[:, 0], path[:, 1], color=color, **style)
@@ -67,7 +67,7 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     pca = _plane(pca)
     shown = pca.sel(replicate=replicate)
     conditions = list(shown.condition.values)
-    colors = _angle_colors(pca.goal_angle)
+    colors = angle_colors(pca.goal_angle)
     fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.4), layout="constrained")
     axes = list(fig.subplots(1, len(conditions), squeeze=False).flat)
     for ax, condition in zip(axes, conditions):
@@ -79,8 +79,8 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
         ax.set_title(condition_label(pca, condition), fontsize="medium")
     start = Line2D([], [], ls="", marker="o", ms=4, color="k", label="start (first step)")
     fig.legend(handles=[start], loc="outside lower center", fontsize="small")
-    _add_angle_colorbar(fig, axes)
-    _suptitle(fig, f"{title} (replicate {replicate})".strip())
+    add_angle_colorbar(fig, axes)
+    suptitle(fig, f"{title} (replicate {replicate})".strip())
     return fig
 
 
@@ -109,12 +109,12 @@ def plot_fixed_points(
     found = fixed_points.sel(replicate=replicate)
     fig = Figure(figsize=(6.2, 5.8), layout="constrained")
     ax = fig.subplots()
-    _draw_paths(ax, one, _angle_colors(pca.goal_angle), lw=1.0, alpha=0.3)
+    _draw_paths(ax, one, angle_colors(pca.goal_angle), lw=1.0, alpha=0.3)
     loading = one.loading.sel(_PLANE).transpose("pc", "unit").values
     points = found.fixed_point.transpose("trial", "start", "unit").values
     projected = (points - one["mean"].values) @ loading.T
     angle = found.goal_angle if "goal_angle" in found.coords else pca.goal_angle
-    colors = np.broadcast_to(_angle_colors(angle)[:, None], (*projected.shape[:2], 4))
+    colors = np.broadcast_to(angle_colors(angle)[:, None], (*projected.shape[:2], 4))
     kept = (found.converged & found.distinct).transpose("trial", "start").values
     stable = found.stable.transpose("trial", "start").values
     filled, hollow = kept & stable, kept & ~stable
@@ -139,9 +139,9 @@ def plot_fixed_points(
         Line2D([], [], **marker, mfc="none", mec="0.3", mew=2, label="unstable fixed point"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
-    _add_angle_colorbar(fig, ax)
+    add_angle_colorbar(fig, ax)
     counts = f"{int(kept.sum())} fixed points found, {int(filled.sum())} stable"
-    _suptitle(fig, "\n".join(filter(None, [title, f"replicate {replicate}: {counts}"])))
+    suptitle(fig, "\n".join(filter(None, [title, f"replicate {replicate}: {counts}"])))
     return fig
 
 
@@ -158,7 +158,7 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
       (rad), ``tuning_depth`` and ``r_squared`` `(replicate, condition, unit)`.
     - `title`: figure title.
     """
-    tuning = _by_condition(tuning)
+    tuning = by_condition(tuning)
     conditions = list(tuning.condition.values)
     fig = Figure(figsize=(3.6 * (len(conditions) + 1), 4.0), layout="constrained")
     grid = fig.add_gridspec(1, len(conditions) + 1)
@@ -175,7 +175,7 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
         ax.set_title(f"{label}\npreferred direction, fraction of units", fontsize="medium")
         ax.set_xticks(*_ANGLE_TICKS)
         if not direction.size:
-            _no_data(ax)
+            no_data(ax)
             continue
         counts, _ = np.histogram(direction, edges)
         # Few radial ticks in small type, so their labels do not crowd the bars.
@@ -187,7 +187,7 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
             counts / direction.size,
             width=np.diff(edges),
             align="edge",
-            color=_angle_colors(edges[:-1] + np.pi / N_DIRECTION_BINS),
+            color=angle_colors(edges[:-1] + np.pi / N_DIRECTION_BINS),
             edgecolor="k",
             lw=0.5,
         )
@@ -208,6 +208,6 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     if depth_ax.patches:
         fig.legend(handles=depth_ax.patches, loc="outside lower right", fontsize="small")
     else:
-        _no_data(depth_ax)
-    _suptitle(fig, title)
+        no_data(depth_ax)
+    suptitle(fig, title)
     return fig

@@ -12,9 +12,9 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from .._figures import (
-    _log_scale_if_possible,
-    _suptitle,
+from ._style import (
+    log_scale_if_possible,
+    suptitle,
 )
 
 REPLICATE_COLOR = "tab:blue"
@@ -149,7 +149,7 @@ def _draw_curves(ax: Axes, curves: Mapping[str, xr.DataArray]) -> None:
             )
         ax.plot(batches, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
     values = np.concatenate([np.ravel(curve.values) for curve in curves.values()])
-    _log_scale_if_possible(ax, values)
+    log_scale_if_possible(ax, values)
     ax.set_xlabel("batch")
     ax.set_ylabel("validation loss (total)")
     ax.set_title("training: replicates (thin) and mean", fontsize="medium")
@@ -227,7 +227,7 @@ def plot_comparison(
         ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
         drawn = np.concatenate(columns)
         if metric == "final_validation_loss":
-            _log_scale_if_possible(ax, drawn)
+            log_scale_if_possible(ax, drawn)
         elif np.isfinite(drawn).any() and np.nanmin(drawn) >= 0:
             ax.set_ylim(bottom=0)
         if not contrasts:
@@ -252,5 +252,5 @@ def plot_comparison(
     _comparison_legend(
         fig, summary.attrs["confidence"], paired=any(adjacent_paired), contrasts=contrasts
     )
-    _suptitle(fig, title)
+    suptitle(fig, title)
     return fig

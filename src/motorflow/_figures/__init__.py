@@ -1,0 +1,28 @@
+"""Figures, one module per family: training losses, reaches, protocols, arm postures,
+hidden states, comparisons across experiments and sweeps (:mod:`._style` holds what
+they share)."""
+
+from ._arm import plot_arm_postures
+from ._comparison import plot_comparison
+from ._hidden_states import plot_fixed_points, plot_pca_trajectories, plot_tuning
+from ._losses import plot_loss_history
+from ._protocol import plot_protocol, protocol_summary
+from ._reaches import plot_speed_profiles, plot_trajectories
+from ._style import condition_label, diverged_replicates
+from ._sweep import plot_sweep
+
+__all__ = [
+    "condition_label",
+    "diverged_replicates",
+    "plot_arm_postures",
+    "plot_comparison",
+    "plot_fixed_points",
+    "plot_loss_history",
+    "plot_pca_trajectories",
+    "plot_protocol",
+    "plot_speed_profiles",
+    "plot_sweep",
+    "plot_trajectories",
+    "plot_tuning",
+    "protocol_summary",
+]

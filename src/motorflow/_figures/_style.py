@@ -1,0 +1,150 @@
+"""What the figures share: colours, the reach-direction colour map, condition labels,
+log axes, titles and legends. Every figure function builds a standalone
+`matplotlib.figure.Figure` (no pyplot, so the global backend is never touched) and
+leaves saving to the caller."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+ANGLE_CMAP = "hsv"  # cyclic, and unlike "twilight" never fades into a white background
+TRAIN_COLOR = "tab:blue"
+VALIDATION_COLOR = "tab:orange"
+
+
+def angle_colors(goal_angle: xr.DataArray) -> np.ndarray:
+    """RGBA per trial from its goal angle on a cyclic colormap, shape `(trial, 4)`."""
+    turns = np.mod(np.asarray(goal_angle, dtype=float), 2 * np.pi) / (2 * np.pi)
+    return mpl.colormaps[ANGLE_CMAP](turns)
+
+
+def add_angle_colorbar(fig: Figure, axes: Axes | list[Axes]) -> None:
+    mappable = mpl.cm.ScalarMappable(
+        norm=mpl.colors.Normalize(0, 2 * np.pi), cmap=mpl.colormaps[ANGLE_CMAP]
+    )
+    colorbar = fig.colorbar(mappable, ax=axes, shrink=0.8)
+    colorbar.set_label("goal angle (rad)")
+    colorbar.set_ticks(
+        [0, np.pi / 2, np.pi, 3 * np.pi / 2, 2 * np.pi], labels=["0", "π/2", "π", "3π/2", "2π"]
+    )
+
+
+def log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
+    """Log y when every finite value is positive; symlog when some are zero; else linear.
+
+    A loss term that is switched off is exactly zero, which a plain log axis would
+    silently drop.
+    """
+    finite = values[np.isfinite(values)]
+    nonzero = np.abs(finite[finite != 0])
+    if finite.size and np.all(finite > 0):
+        ax.set_yscale("log")
+    elif nonzero.size:
+        ax.set_yscale("symlog", linthresh=float(nonzero.min()))
+
+
+def no_data(ax: Axes, text: str = "no data") -> None:
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", color="0.5")
+
+
+def suptitle(fig: Figure, title: str) -> None:
+    if title:
+        fig.suptitle(title)
+
+
+def diverged_replicates(dataset: xr.Dataset) -> dict[int, int]:
+    """Replicate -> the batch it diverged at, from `dataset`'s ``diverged_at`` (a
+    history variable or a states/metrics coord; none: nothing diverged)."""
+    if "diverged_at" not in dataset.variables:
+        return {}
+    diverged_at = dataset["diverged_at"]
+    return {
+        int(replicate): int(batch)
+        for replicate, batch in zip(diverged_at.replicate.values, diverged_at.values)
+        if batch >= 0
+    }
+
+
+def diverged_note(diverged: dict[int, int]) -> str:
+    if not diverged:
+        return ""
+    which = ", ".join(f"{r} at batch {b}" for r, b in diverged.items())
+    return f"diverged and frozen: replicate {which}"
+
+
+def figure_legend(fig: Figure, axes: list[Axes]) -> None:
+    """One legend below the panels (never over data), each label once."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(
+            list(entries.values()),
+            list(entries),
+            loc="outside lower center",
+            ncols=min(len(entries), 4),
+            fontsize="small",
+        )
+
+
+def square_limits(ax: Axes, points: np.ndarray) -> None:
+    if len(points):
+        low, high = points.min(0), points.max(0)
+        half = max(float((high - low).max()) / 2 * 1.1, 1e-3)
+        center = (low + high) / 2
+        ax.set_xlim(center[0] - half, center[0] + half)
+        ax.set_ylim(center[1] - half, center[1] + half)
+    ax.set_aspect("equal", adjustable="box")
+
+
+def by_condition(states: xr.Dataset) -> xr.Dataset:
+    """`states` with a `condition` dim (a store from before conditions gets one, unnamed)."""
+    if "condition" in states.dims:
+        return states
+    return states.expand_dims(condition=[""])
+
+
+def condition_label(states: xr.Dataset, condition: str) -> str:
+    """The condition's name and what its perturbations are (from the states' attrs)."""
+    described = json.loads(states.attrs.get("conditions", "{}")).get(condition)
+    if not described:
+        return condition or "unperturbed"
+    return f"{condition}: " + ", ".join(_describe(p) for p in described)
+
+
+def _describe(perturbation: dict) -> str:
+    """A perturbation's settings in a few words, e.g. ``curl ↻ 10 N s/m``."""
+    kind = perturbation["kind"]
+
+    def value(name: str) -> str:
+        setting = perturbation[name]
+        return f"{setting[0]:g}–{setting[1]:g}" if isinstance(setting, list) else f"{setting:g}"
+
+    if kind == "curl":
+        return f"curl {_CURL_ARROWS[perturbation['direction']]} {value('strength')} N s/m"
+    if kind == "constant_field":
+        return f"field {value('strength')} N at {value('angle')}°"
+    if kind == "force_pulse":
+        return f"pulse {value('amplitude')} N at {value('angle')}° from {value('start')} s"
+    if kind == "feedback_offset":
+        return f"feedback +{value('distance')} m at {value('angle')}° from {value('start')} s"
+    if kind == "target_jump":
+        return f"jump {value('distance')} m at {value('angle')}° at {value('time')} s"
+    return kind
+
+
+_CURL_ARROWS = {"cw": "↻", "ccw": "↺"}
+
+
+def final_goal(states: xr.Dataset) -> xr.DataArray:
+    """The goal at the last step (where a jumped target ended up), without a time dim."""
+    return states.goal.isel(time=-1) if "time" in states.goal.dims else states.goal
+
+

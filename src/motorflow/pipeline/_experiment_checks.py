@@ -1,0 +1,177 @@
+"""Checks of resolved experiments that no single block can make: trial specs that fit
+in memory, perturbation windows inside the trial, chains whose parent and child fit
+together, protocols and the analysed replicate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import equinox as eqx
+import jax
+
+from .._config import (
+    ModelConfig,
+    TaskConfig,
+    TrainConfig,
+)
+from .._config_base import ConfigError
+from .._model._ensemble import make_ensemble
+from .._task import Task
+from ._workflow_config import ExperimentSpec, WorkflowConfig
+
+if TYPE_CHECKING:  # it imports these checks
+    from ._experiments import Experiment
+
+# Trial specs are generated up front into Zarr: 6 float32 values per trial, the go
+# step of a task with a go cue, plus each perturbation's `active` flag and drawn settings.
+MAX_TRIAL_SPEC_BYTES = 8 * 2**30
+
+
+def trial_spec_bytes(task: TaskConfig) -> int:
+    """Bytes of one training trial's spec."""
+    values = 6 + task.has_go_cue + sum(1 + len(p.DRAWN) for p in task.perturbations)
+    return 4 * values
+
+
+def check_trial_specs_fit(task: TaskConfig, training: TrainConfig, path: str) -> None:
+    sets = 1 if training.shared_trials else training.n_replicates
+    per_trial = trial_spec_bytes(task)
+    size = sets * training.n_batches * training.batch_size * per_trial
+    if size > MAX_TRIAL_SPEC_BYTES:
+        raise ConfigError(
+            f"{path}.training",
+            f"the training trial specs would take {size / 2**30:,.0f} GiB "
+            f"({sets} trial sets x n_batches {training.n_batches} x batch_size "
+            f"{training.batch_size} x {per_trial} bytes); at most "
+            f"{MAX_TRIAL_SPEC_BYTES // 2**30} GiB are allowed: lower n_batches or "
+            "batch_size, or set shared_trials: true",
+        )
+
+
+def check_perturbation_times(
+    settings: WorkflowConfig,
+    name: str,
+    spec: ExperimentSpec,
+    task: TaskConfig,
+    model: ModelConfig,
+    path: str,
+) -> None:
+    """Every perturbation of the experiment's training and evaluation begins within a trial."""
+    duration = task.n_steps * model.dt
+    task_path = f"{path}.override.task" if spec.override.task is not None else f"tasks.{spec.task}"
+    located = [(f"{task_path}.perturbations[{i}]", p) for i, p in enumerate(task.perturbations)]
+    for condition, perturbations in settings.evaluation.conditions.items():
+        located += [
+            (f"evaluation.conditions.{condition}[{i}]", p) for i, p in enumerate(perturbations)
+        ]
+    for where, perturbation in located:
+        if perturbation.latest_time() >= duration - 1e-9:
+            raise ConfigError(
+                where,
+                f"the {perturbation.kind} begins at up to {perturbation.latest_time():g} s, "
+                f"but the trials of experiment {name!r} last "
+                f"{duration:g} s (n_steps {task.n_steps} x dt {model.dt:g}); make it begin "
+                "earlier or the trials longer",
+            )
+
+
+def _model_shapes(experiment: Experiment) -> list[tuple[int, ...]]:
+    """The shapes of the ensemble's arrays, in order (computed without running JAX)."""
+    ensemble = eqx.filter_eval_shape(
+        make_ensemble,
+        experiment.model,
+        n_replicates=experiment.train.n_replicates,
+        n_task_inputs=Task(experiment.task).n_inputs,
+        key=jax.eval_shape(lambda: jax.random.key(0)),
+    )
+    return [
+        leaf.shape for leaf in jax.tree.leaves(ensemble) if isinstance(leaf, jax.ShapeDtypeStruct)
+    ]
+
+
+def _state_layout(train: TrainConfig) -> dict[str, Any]:
+    """The training settings that shape the optimizer state (a continued state needs them)."""
+    optimizer = train.optimizer
+    return {
+        "optimizer.name": optimizer.name,
+        "optimizer.momentum": optimizer.name == "sgd" and optimizer.momentum > 0,
+        # Every array that trains in some stage has a state.
+        "trained": sorted(train.trained_paths),
+    }
+
+
+def check_init_from(child: Experiment, parent: Experiment, path: str) -> None:
+    """`child` can start from `parent`'s trained model (and optimizer state)."""
+    if child.train.n_replicates != parent.train.n_replicates:
+        raise ConfigError(
+            f"{path}.init_from",
+            f"{child.name!r} trains {child.train.n_replicates} replicates but starts from "
+            f"{parent.name!r}, which trains {parent.train.n_replicates}; they must agree",
+        )
+    if _model_shapes(child) != _model_shapes(parent):
+        raise ConfigError(
+            f"{path}.init_from",
+            f"the model of {child.name!r} does not have the shapes of {parent.name!r}'s, "
+            "whose trained weights it starts from: keep the network size, cell and plant "
+            "(settings without weights, such as noise, delay and mass, may differ)",
+        )
+    if child.reset_optimizer:
+        return
+    ours, theirs = _state_layout(child.train), _state_layout(parent.train)
+    changed = [key for key in ours if ours[key] != theirs[key]]
+    if changed:
+        raise ConfigError(
+            f"{path}.reset_optimizer",
+            f"continuing {parent.name!r}'s optimizer state needs the same "
+            f"{', '.join(changed)} as its training; change them back or set "
+            "reset_optimizer: true",
+        )
+
+
+def check_chains(
+    experiments: Mapping[str, Experiment], specs: Mapping[str, tuple[str, ExperimentSpec]]
+) -> None:
+    """Every `init_from` names an experiment it can start from, and no chain loops."""
+    for name, experiment in experiments.items():
+        path = specs[name][0]
+        seen = [name]
+        parent = experiment.init_from
+        while parent is not None:
+            if parent not in experiments:
+                raise ConfigError(
+                    f"{path}.init_from",
+                    f"{parent!r} is not an experiment (defined: {', '.join(specs)})",
+                )
+            if parent in seen:
+                loop = " -> ".join([*seen, parent])
+                raise ConfigError(
+                    f"{path}.init_from", f"the experiments start from each other in a loop: {loop}"
+                )
+            seen.append(parent)
+            parent = experiments[parent].init_from
+        if experiment.init_from is not None:
+            check_init_from(experiment, experiments[experiment.init_from], path)
+
+
+def check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    for name, protocol in settings.protocols.items():
+        for index, stage in enumerate(protocol.stages):
+            if stage not in experiments:
+                raise ConfigError(
+                    f"protocols.{name}.stages[{index}]",
+                    f"{stage!r} is not an experiment (defined: {', '.join(experiments)})",
+                )
+
+
+def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    """The replicate the analysis figures draw exists in every experiment."""
+    replicate = settings.analysis.replicate
+    for name, experiment in experiments.items():
+        if replicate >= experiment.train.n_replicates:
+            raise ConfigError(
+                "analysis.replicate",
+                f"is {replicate}, but experiment {name!r} has "
+                f"{experiment.train.n_replicates} replicates (0 to "
+                f"{experiment.train.n_replicates - 1}); choose one every experiment has",
+            )
