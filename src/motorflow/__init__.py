@@ -11,7 +11,7 @@ from ._analysis._fixed_points import find_fixed_points, sample_starts, steady_in
 from ._analysis._pca import hidden_pca
 from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
 from ._analysis._tuning import directional_tuning
-from ._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
+from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._config import (
     ConfigError,
     FeedbackConfig,
@@ -116,6 +116,7 @@ from ._training.rules import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EP
 
 __all__ = [
     "BPTT",
+    "CELLS",
     "CONSTRAINTS",
     "LEARNING_RULES",
     "PERTURBATIONS",

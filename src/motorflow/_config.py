@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from ._cells import CELLS
 from ._config_base import (
     Block,
     Boolean,
@@ -30,13 +31,11 @@ from ._training._schedule import BatchSchedule, TimedSchedule
 from ._training._update_rules import AnyUpdateRule
 from ._training.rules import BPTT, AnyLearningRule
 
-CELLS = ("gru", "rnn", "leaky")
-
 
 class NetworkConfig(Block):
     """Recurrent controller: cell type, size, leak time constant, hidden noise."""
 
-    cell: Literal["gru", "rnn", "leaky"] = "gru"
+    cell: Literal[tuple(CELLS)] = "gru"
     hidden_size: PositiveInt = 50
     tau: PositiveNumber = Field(0.1, description="leaky cell time constant (s)")
     hidden_noise_std: NonNegativeNumber = 0.0

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
-from .._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
+from .._cells import CELLS, AbstractCell
 from .._config import ModelConfig
 from ._feedback import N_FEEDBACK, FeedbackChannel
 from ._loop import ClosedLoop
@@ -16,11 +16,7 @@ from ._network import Network
 
 def _cell(config: ModelConfig, input_size: int, key: PRNGKeyArray) -> AbstractCell:
     net = config.network
-    if net.cell == "gru":
-        return GRUCell(input_size, net.hidden_size, key=key)
-    if net.cell == "rnn":
-        return VanillaCell(input_size, net.hidden_size, key=key)
-    return LeakyCell(input_size, net.hidden_size, dt=config.dt, tau=net.tau, key=key)
+    return CELLS[net.cell].build(input_size, net.hidden_size, dt=config.dt, tau=net.tau, key=key)
 
 
 def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -> ClosedLoop:

@@ -1,0 +1,18 @@
+"""Recurrent cells: GRU, vanilla tanh RNN and leaky tanh RNN.
+
+Each cell maps ``(input, hidden) -> hidden`` behind :class:`AbstractCell`, so the
+network can hold any of them; `CELLS` maps the config's names
+(``model.network.cell``) to them. Adding a cell is its module, its entry here, its row
+in config/README.md's cell table and its tests.
+"""
+
+from ._base import AbstractCell
+from ._gru import GRUCell
+from ._leaky import LeakyCell
+from ._vanilla import VanillaCell
+
+CELLS: dict[str, type[AbstractCell]] = {
+    cell.KIND: cell for cell in (GRUCell, VanillaCell, LeakyCell)
+}
+
+__all__ = ["CELLS", "AbstractCell", "GRUCell", "LeakyCell", "VanillaCell"]

@@ -1,0 +1,40 @@
+"""The leaky tanh RNN: a continuous-time rate network, Euler-discretised."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import equinox as eqx
+from jaxtyping import PRNGKeyArray
+
+from ._base import AbstractCell
+from ._vanilla import VanillaCell
+
+
+class LeakyCell(AbstractCell):
+    """Leaky tanh RNN: ``hidden' = (1 - a) hidden + a tanh(W_in input + W_rec hidden + b)``.
+
+    ``a = dt / tau`` is the Euler discretisation of a continuous-time rate network
+    with time constant `tau`.
+    """
+
+    rnn: VanillaCell
+    alpha: float = eqx.field(static=True)
+    hidden_size: int = eqx.field(static=True)
+    RECURRENT_WEIGHT: ClassVar[str | None] = "rnn.weight_rec"
+    PLASTIC_WEIGHT: ClassVar[str] = "rnn.weight_rec"
+    KIND: ClassVar[str] = "leaky"
+
+    def __init__(
+        self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray
+    ):
+        self.rnn = VanillaCell(input_size, hidden_size, key=key)
+        self.alpha = dt / tau
+        self.hidden_size = hidden_size
+
+    @classmethod
+    def build(cls, input_size, hidden_size, *, dt, tau, key):
+        return cls(input_size, hidden_size, dt=dt, tau=tau, key=key)
+
+    def __call__(self, input, hidden):
+        return (1.0 - self.alpha) * hidden + self.alpha * self.rnn(input, hidden)
