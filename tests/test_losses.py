@@ -3,6 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import motorflow as mf
+from motorflow._losses import Span
 
 
 def make_rollout(n_trials=2, n_steps=4, hidden=3):
@@ -60,3 +61,25 @@ def test_hold_sums_the_squared_drift_from_the_start_over_the_held_steps():
     # speed 2 on every axis: 8 per held step; trial 0 also drifts 1 and 2 on its held
     # steps 1 and 2 (step 3 is free)
     np.testing.assert_allclose(terms["hold"], (3 * 8 + 1 + 4 + 4 * 8) / 2)
+
+
+def test_the_loss_config_holds_every_registered_term_with_its_own_defaults():
+    config = mf.LossConfig.from_dict({"effort": {"weight": 2.0}})
+    assert list(config.terms) == list(mf.LOSS_TERMS)
+    for name, term in config.terms.items():
+        assert type(term) is mf.LOSS_TERMS[name] and term.NAME == name
+        if name != "effort":
+            assert term == mf.LOSS_TERMS[name]()
+    assert config.terms["effort"].weight == 2.0
+    assert mf.LossConfig().terms["hold"].weight == 100.0
+
+
+def test_each_term_scores_each_trial_on_its_own():
+    rollout = make_rollout(n_trials=3)
+    rollout = eqx.tree_at(lambda r: r.control, rollout, rollout.control.at[1].set(0.0))
+    targets = mf.Targets(jnp.zeros((3, 4, 2)))
+    for name, term in mf.LossConfig().terms.items():
+        per_trial = term.per_trial(rollout, targets, Span.whole(rollout))
+        assert per_trial.shape == (3,), name
+    effort = mf.EffortTerm().per_trial(rollout, targets, Span.whole(rollout))
+    np.testing.assert_allclose(effort, [4 * 2 * 9.0, 0.0, 4 * 2 * 9.0])

@@ -24,6 +24,7 @@ from ._config_base import (
     Text,
     plain,
 )
+from ._losses import LossConfig
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._task import TaskConfig, WorkspaceTask
 from ._training._constraints import AnyConstraint
@@ -68,45 +69,6 @@ class ModelConfig(Block):
                 f"the leaky cell needs tau >= dt ({self.dt}), got {self.network.tau}",
             )
         return self
-
-
-class LossTermConfig(Block):
-    """One loss term: its `weight` (0 switches it off; it is still recorded)."""
-
-    weight: NonNegativeNumber = 1.0
-
-
-class PositionTermConfig(LossTermConfig):
-    """The position term: a `weight` and a time `discount_power`.
-
-    With ``discount_power = p`` the error at step t is weighted by ``((t+1)/n_steps)**p``
-    so that the end of the reach dominates; ``p = 0`` weighs every step equally.
-    """
-
-    discount_power: NonNegativeNumber = 6.0
-
-
-class LossConfig(Block):
-    """The loss terms with their weights; every term is always present.
-
-    A config names only the terms and keys it changes: ``{position: {weight: 2}}``
-    keeps position's `discount_power` of 6 and every other term's default. A term
-    with weight 0 adds nothing to the loss (it is still recorded in the history).
-    """
-
-    position: PositionTermConfig = PositionTermConfig()
-    final_velocity: LossTermConfig = LossTermConfig(weight=1.0)
-    effort: LossTermConfig = LossTermConfig(weight=1e-5)
-    hidden: LossTermConfig = LossTermConfig(weight=1e-5)
-    hold: LossTermConfig = LossTermConfig(weight=100.0)
-
-    @property
-    def terms(self) -> dict[str, LossTermConfig]:
-        """Every term by name, in a fixed order."""
-        return {name: getattr(self, name) for name in type(self).model_fields}
-
-
-LOSS_TERMS = tuple(LossConfig.model_fields)
 
 
 class ScheduleConfig(Block):

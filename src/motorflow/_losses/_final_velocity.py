@@ -1,0 +1,21 @@
+"""The final-velocity term: the effector should stop at the end of the trial."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax.numpy as jnp
+
+from .._config_base import NonNegativeNumber
+from ._base import AbstractLossTerm
+
+
+class FinalVelocityTerm(AbstractLossTerm):
+    """Squared speed at the trial's last step (0 for a segment that does not end it)."""
+
+    NAME: ClassVar[str] = "final_velocity"
+    weight: NonNegativeNumber = 1.0
+
+    def per_trial(self, rollout, targets, span):
+        final = jnp.sum(rollout.vel[..., -1, :] ** 2, axis=-1)
+        return jnp.where(span.is_last(rollout.vel.shape[-2]), final, 0.0)

@@ -1,0 +1,25 @@
+"""The hold term: stay still at the start while the task says to hold."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import jax.numpy as jnp
+
+from .._config_base import NonNegativeNumber
+from ._base import AbstractLossTerm
+
+
+class HoldTerm(AbstractLossTerm):
+    """Squared distance from the start plus squared speed, summed over the steps to
+    hold still (before a delayed reach's go cue, every step of a posture trial); 0
+    for tasks without a hold."""
+
+    NAME: ClassVar[str] = "hold"
+    weight: NonNegativeNumber = 100.0
+
+    def per_trial(self, rollout, targets, span):
+        if targets.hold is None:
+            return jnp.zeros(rollout.pos.shape[:-2], rollout.pos.dtype)
+        drift = jnp.sum((rollout.pos - span.start_pos[..., None, :]) ** 2 + rollout.vel**2, axis=-1)
+        return jnp.sum(jnp.where(targets.hold, drift, 0.0), axis=-1)
