@@ -9,7 +9,7 @@ from conftest import assert_trees_equal
 
 import motorflow as mf
 import motorflow.pipeline as mfp
-from motorflow._training._constraints import (
+from motorflow._training.constraints import (
     Connectivity,
     Constraints,
     Dale,

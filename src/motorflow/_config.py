@@ -27,9 +27,9 @@ from ._config_base import (
 from ._losses import LossConfig
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._task import TaskConfig, WorkspaceTask
-from ._training._constraints import AnyConstraint
+from ._training.constraints import AnyConstraint
 from ._training._schedule import BatchSchedule, TimedSchedule
-from ._training._update_rules import AnyUpdateRule
+from ._training.update_rules import AnyUpdateRule
 from ._training.rules import BPTT, AnyLearningRule
 
 
@@ -149,8 +149,8 @@ class TrainConfig(Block):
     validation loss. `on_divergence` says what a non-finite loss or parameter of one
     replicate does: ``stop`` the run with an error, or ``isolate`` the replicate
     (frozen at its last finite parameters and flagged) while the others train on.
-    `constraints` (:mod:`motorflow._training._constraints`) hold from initialisation and after
-    every update; `update_rules` (:mod:`motorflow._training._update_rules`) change weights from
+    `constraints` (:mod:`motorflow._training.constraints`) hold from initialisation and after
+    every update; `update_rules` (:mod:`motorflow._training.update_rules`) change weights from
     the batch's network states after the optimizer's step. `snapshots` keeps the parameters at scheduled batches; the norm of
     each replicate's loss gradient is recorded every batch, with `gradient_norms:
     per_term` also that of each loss term's (weighted) part, at an extra backward pass

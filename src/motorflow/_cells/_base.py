@@ -16,9 +16,9 @@ class AbstractCell(eqx.Module):
     # The config's name of the cell (``model.network.cell``).
     KIND: ClassVar[str]
     # Where the recurrent weight matrix `[post, pre]` is, for weight constraints
-    # (motorflow._training._constraints); None: no single such matrix (a GRU's gates).
+    # (motorflow._training.constraints); None: no single such matrix (a GRU's gates).
     RECURRENT_WEIGHT: ClassVar[str | None] = None
-    # Where activity-dependent rules (motorflow._training._update_rules) change the recurrent
+    # Where activity-dependent rules (motorflow._training.update_rules) change the recurrent
     # weights: a matrix whose rows `plastic_rows()` are `[post, pre]`.
     PLASTIC_WEIGHT: ClassVar[str]
 

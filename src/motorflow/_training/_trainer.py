@@ -19,15 +19,15 @@ from .._model._ensemble import n_replicates, take_replicate
 from .._model._episode import run_segment, run_trials, trial_drive
 from .._model._loop import PLAIN, RolloutOptions
 from .._task import Task, Trials
-from ._constraints import Constraints
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
 from ._segments import train_in_segments
 from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
 from ._trainable import either, learning_rate_scales, trainable_filter, trained_subsets
-from ._update_rules import UpdateRules
+from .constraints import Constraints
 from .rules import Batch
+from .update_rules import UpdateRules
 
 
 class Trainer:
