@@ -1,4 +1,21 @@
-"""motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox."""
+"""motorflow: ensembles of recurrent controllers for motor tasks, in JAX/Equinox.
+
+This namespace is the science: models, plants, tasks, perturbations, losses,
+training, learning rules, analyses and figures. What runs the Snakemake workflow
+(stages, stores, job settings, devices, logging, the CLI) is :mod:`motorflow.pipeline`.
+
+Families of interchangeable parts are private sub-packages, each a small interface in
+``_base.py``, a module per member and a registry the config and its schema read:
+cells (``_cells``, `CELLS`), plants (``_plant``, `PLANTS`), perturbations
+(``_perturb``, `PERTURBATIONS`), tasks (``_task``, `TASKS`), loss terms (``_losses``,
+`LOSS_TERMS`), learning rules (``_training/rules``, `LEARNING_RULES`), weight
+constraints (``_training/constraints``, `CONSTRAINTS`) and update rules
+(``_training/update_rules``, `UPDATE_RULES`). Adding a member to any of them is four
+files: its module, its line in the registry, its row in config/README.md and its tests
+(then ``python -m motorflow schema`` regenerates workflow/schemas/config.schema.yaml).
+A perturbation with a new kind of effect, or a learning rule that needs a new rollout
+hook, also touches the loop (``_model/_loop.py``: ``Effects``, :class:`RolloutOptions`).
+"""
 
 from ._analysis._config import (
     AnalysisConfig,
