@@ -54,26 +54,29 @@ def rollout_ensemble(
     ``split(split(key, R)[r], n_trials)[i]`` in every condition, so conditions differ
     by their perturbations only, never by their noise.
     """
-    n_conditions, n_trials = trials.init_pos.shape[:2]
-    # Conditions and trials run as one flat batch (condition-major).
-    flat = jax.tree.map(lambda x: x.reshape(n_conditions * n_trials, *x.shape[2:]), trials)
+    n_trials = trials.init_pos.shape[1]
 
+    # One condition after another (lax.map), each a batch of the trials: a condition's
+    # arithmetic never depends on how many conditions run beside it (XLA's CPU kernels
+    # block a batch of 3n trials differently from one of n), so a condition evaluated
+    # with others is bitwise the condition evaluated alone.
     @eqx.filter_jit
-    def run(ensemble, flat, key):
+    def run(ensemble, trials, key):
         def one_replicate(model, key):
-            keys = jnp.tile(jax.random.split(key, n_trials), n_conditions)
-            rollout, targets = run_trials(model, task, flat, keys)
-            return rollout, targets.goal
+            keys = jax.random.split(key, n_trials)
+
+            def one_condition(condition_trials):
+                rollout, targets = run_trials(model, task, condition_trials, keys)
+                return rollout, targets.goal
+
+            return jax.lax.map(one_condition, trials)
 
         return eqx.filter_vmap(one_replicate)(
             ensemble, jax.random.split(key, n_replicates(ensemble))
         )
 
-    rollout, goal = run(ensemble, flat, key)
-    unflat = jax.tree.map(
-        lambda x: x.reshape(x.shape[0], n_conditions, n_trials, *x.shape[2:]), (rollout, goal)
-    )
-    return unflat[0], unflat[1][0]
+    rollout, goal = run(ensemble, trials, key)
+    return rollout, goal[0]
 
 
 def _perturbation_variables(

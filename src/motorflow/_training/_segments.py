@@ -12,11 +12,21 @@ last one (when the length does not divide the trial) runs after it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import PyTree
+
+from .._losses import Span, loss_terms, total_loss
+from .._model._episode import run_segment, trial_drive
+from .._model._loop import PLAIN
+from .._task import Trials
+from .rules import Batch
+
+if TYPE_CHECKING:
+    from ._trainer import Trainer
 
 # One segment's update: (training state, loop states, first step, length) ->
 # (training state, loop states after the segment, total, terms, gradient).
@@ -61,3 +71,47 @@ def train_in_segments(
         carry = segment(carry, n_full * length, rest)
     state, _, total, terms, gradient = carry
     return state, total, terms, gradient
+
+
+def learn_in_segments(
+    trainer: Trainer, state, fixed, trials: Trials, key, batch, trained_in, length: int
+):
+    """One replicate's batch run in segments of `length` steps by `trainer`, with an
+    update (:meth:`Trainer._learn`) after each: the new ``(params, opt_state,
+    learning_state)``, the total and terms summed over the segments, and the sum of
+    their gradients."""
+    frozen, _ = fixed
+    start = eqx.combine(state[0], frozen, trainer.static)
+    keys = jax.random.split(key, trials.init_pos.shape[0])
+    drives = jax.vmap(lambda trial, key: trial_drive(start, trainer.task, trial, key=key))(
+        trials, keys
+    )
+
+    def segment_step(state, loop_states, first, size):
+        def loss(params, *, states=False, options=PLAIN):
+            model = eqx.combine(params, frozen, trainer.static)
+            rollouts, targets = jax.vmap(
+                lambda drive, loop_state: run_segment(
+                    model, drive, loop_state, first, size, options=options
+                )
+            )(drives, loop_states)
+            span = Span(first, trainer.task.n_steps, drives.start_pos)
+            terms = loss_terms(trainer.config.loss, rollouts, targets, span)
+            # The rollouts always: the next segment runs on from their `end`.
+            return total_loss(trainer.config.loss, terms), (terms, rollouts)
+
+        problem = Batch(
+            loss, eqx.combine(state[0], frozen, trainer.static), trainer.task, trials, first
+        )
+        state, total, terms, grads, rollouts = trainer._learn(
+            problem, state, fixed, batch, trained_in, None, states=True
+        )
+        return state, rollouts.end, total, terms, grads
+
+    return train_in_segments(
+        segment_step,
+        state,
+        jax.vmap(start.start)(trials.init_pos, trials.init_vel),
+        n_steps=trainer.task.n_steps,
+        length=length,
+    )

@@ -1,13 +1,16 @@
-"""Select trainable leaves by declared paths (``network``, ``network.readout``, ...)."""
+"""Which arrays train, and when: trainable leaves selected by declared paths
+(``network``, ``network.readout``, ...), per training stage and learning rule."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Int
 
 from .._config import ConfigError, OptimizerConfig, TrainConfig
 from .._model._attribute_paths import attribute_getter
@@ -85,3 +88,54 @@ def learning_rate_scales(
         factor = optimizer.learning_rates[group] / optimizer.learning_rate
         scales = jax.tree.map(lambda s, old, f=factor: f if s else old, selected, scales)
     return scales
+
+
+class TrainedArrays(NamedTuple):
+    """Which arrays of an ensemble a training changes, and in which batches.
+
+    - `selected`: a bool tree like the ensemble: the parameters, every array the
+      optimizer, an update rule or the learning rule changes.
+    - `optimized`: the arrays the optimizer steps in some stage (never those the
+      learning rule sets itself).
+    - `stage_starts`: each stage's first batch, `(stage,)`.
+    - `stage_tables`: per parameter array, whether each stage trains it, `(stage,)`.
+    - `masked`: whether some batch leaves a parameter to the rules alone, so the
+      optimizer must be masked.
+    - `owned_by_rule`: whether the learning rule sets some arrays itself.
+    """
+
+    selected: Any
+    optimized: Any
+    stage_starts: Int[Array, " stage"]
+    stage_tables: Any
+    masked: bool
+    owned_by_rule: bool
+
+
+def trained_arrays(
+    ensemble: Any, train: TrainConfig, *, owned: Sequence[str], rule_targets: Any
+) -> TrainedArrays:
+    """The :class:`TrainedArrays` of training `ensemble` with `train`, where the learning
+    rule sets the arrays at the paths `owned` itself and the update rules change those
+    of `rule_targets` (a bool tree like `ensemble`)."""
+    owned_arrays = trainable_filter(ensemble, owned, "train.learning")
+    subsets = [
+        (start, jax.tree.map(lambda s, o: s and not o, subset, owned_arrays))
+        for start, subset in trained_subsets(ensemble, train)
+    ]
+    optimized = either([subset for _, subset in subsets])
+    changed_by_rules = either([rule_targets, owned_arrays])
+    selected = either([optimized, changed_by_rules])
+    return TrainedArrays(
+        selected=selected,
+        optimized=optimized,
+        stage_starts=jnp.asarray([start for start, _ in subsets], jnp.int32),
+        stage_tables=eqx.filter(
+            jax.tree.map(lambda *s: jnp.asarray(s), *[subset for _, subset in subsets]), selected
+        ),
+        masked=len(subsets) > 1
+        or any(
+            jax.tree.leaves(jax.tree.map(lambda o, r: r and not o, optimized, changed_by_rules))
+        ),
+        owned_by_rule=bool(owned),
+    )

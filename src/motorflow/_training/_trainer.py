@@ -14,17 +14,17 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
 from .._config import TrainConfig
-from .._losses import Span, loss_terms, total_loss
+from .._losses import loss_terms, total_loss
 from .._model._ensemble import n_replicates, take_replicate
-from .._model._episode import run_segment, run_trials, trial_drive
+from .._model._episode import run_trials
 from .._model._loop import PLAIN, RolloutOptions
 from .._task import Task, Trials
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
-from ._segments import train_in_segments
+from ._segments import learn_in_segments
 from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
-from ._trainable import either, learning_rate_scales, trainable_filter, trained_subsets
+from ._trainable import learning_rate_scales, trained_arrays
 from .constraints import Constraints
 from .rules import Batch
 from .update_rules import UpdateRules
@@ -84,29 +84,17 @@ class Trainer:
         )
         if problem is not None:
             raise ValueError(f"train.learning ({self.learning_rule.kind}): {problem}")
-        # The stages' trainable subsets; the parameters are every array the optimizer,
-        # an update rule or the learning rule changes. The optimizer leaves the
-        # learning rule's own arrays alone.
-        owned_paths = self.learning_rule.owned(self.template)
-        self._learning_sets_params = bool(owned_paths)
-        owned = trainable_filter(ensemble, owned_paths, "train.learning")
-        subsets = [
-            (start, jax.tree.map(lambda s, o: s and not o, subset, owned))
-            for start, subset in trained_subsets(ensemble, config)
-        ]
-        optimized = either([subset for _, subset in subsets])
-        changed_by_rules = either([self.update_rules.targets(ensemble), owned])
-        selected = self.selected = either([optimized, changed_by_rules])
+        arrays = trained_arrays(
+            ensemble,
+            config,
+            owned=self.learning_rule.owned(self.template),
+            rule_targets=self.update_rules.targets(ensemble),
+        )
+        selected = self.selected = arrays.selected
+        self.stage_starts, self.stage_tables = arrays.stage_starts, arrays.stage_tables
+        self._masked, self._learning_sets_params = arrays.masked, arrays.owned_by_rule
+        optimized = arrays.optimized
         params, rest = eqx.partition(ensemble, selected)
-        self.stage_starts = jnp.asarray([start for start, _ in subsets], jnp.int32)
-        # Per parameter array, whether each stage trains it, `(stage,)`.
-        self.stage_tables = eqx.filter(
-            jax.tree.map(lambda *s: jnp.asarray(s), *[subset for _, subset in subsets]), selected
-        )
-        # Whether some batch leaves a parameter to the rules alone (masking the optimizer).
-        self._masked = len(subsets) > 1 or any(
-            jax.tree.leaves(jax.tree.map(lambda o, r: r and not o, optimized, changed_by_rules))
-        )
         self.initial_params = params
         self.frozen, self.static = eqx.partition(rest, eqx.is_array)
         self.layout = ReplicateLayout.over_devices(self.n_replicates)
@@ -200,47 +188,6 @@ class Trainer:
             params_now = eqx.filter(model, self.selected)
         return (params_now, opt_state, learning_state), total, terms, grads, rollouts
 
-    def _learn_in_segments(self, state, fixed, trials: Trials, key, batch, trained_in, length):
-        """One replicate's batch run in segments of `length` steps, with an update after
-        each (:mod:`motorflow._training._segments`): the new ``(params, opt_state,
-        learning_state)``, the total and terms summed over the segments, and the sum of
-        their gradients."""
-        frozen, _ = fixed
-        start = eqx.combine(state[0], frozen, self.static)
-        keys = jax.random.split(key, trials.init_pos.shape[0])
-        drives = jax.vmap(lambda trial, key: trial_drive(start, self.task, trial, key=key))(
-            trials, keys
-        )
-
-        def segment_step(state, loop_states, first, size):
-            def loss(params, *, states=False, options=PLAIN):
-                model = eqx.combine(params, frozen, self.static)
-                rollouts, targets = jax.vmap(
-                    lambda drive, loop_state: run_segment(
-                        model, drive, loop_state, first, size, options=options
-                    )
-                )(drives, loop_states)
-                span = Span(first, self.task.n_steps, drives.start_pos)
-                terms = loss_terms(self.config.loss, rollouts, targets, span)
-                # The rollouts always: the next segment runs on from their `end`.
-                return total_loss(self.config.loss, terms), (terms, rollouts)
-
-            problem = Batch(
-                loss, eqx.combine(state[0], frozen, self.static), self.task, trials, first
-            )
-            state, total, terms, grads, rollouts = self._learn(
-                problem, state, fixed, batch, trained_in, None, states=True
-            )
-            return state, rollouts.end, total, terms, grads
-
-        return train_in_segments(
-            segment_step,
-            state,
-            jax.vmap(start.start)(trials.init_pos, trials.init_vel),
-            n_steps=self.task.n_steps,
-            length=length,
-        )
-
     def _trained_in(self, batch: Int[Array, ""]) -> Any:
         """Per parameter array, whether the optimizer trains it in `batch` (its stage's
         subset); None when every parameter trains in every batch."""
@@ -299,8 +246,8 @@ class Trainer:
                     states=bool(self.update_rules),
                 )
             else:
-                new_state, total, terms, grads = self._learn_in_segments(
-                    state, fixed, trials, key, batch, trained_in, segment_length
+                new_state, total, terms, grads = learn_in_segments(
+                    self, state, fixed, trials, key, batch, trained_in, segment_length
                 )
             new_params = new_state[0]
             norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
