@@ -377,15 +377,16 @@ def test_a_stage_trains_only_its_parts_and_each_part_keeps_its_optimizer_state(t
     def cell(tree):
         return tree.network.cell
 
-    # Before the switch the cell is bit-identical and its optimizer state untouched.
+    # Before the switch the cell is bit-identical and its optimizer state untouched
+    # (each array's state: the last link of the optimizer's chain).
     assert_trees_equal(cell(switched.params), cell(first.params))
-    assert_trees_equal(cell(switched.opt_state), cell(first.opt_state))
+    assert_trees_equal(cell(switched.opt_state[-1]), cell(first.opt_state[-1]))
     assert not np.array_equal(
         switched.params.network.readout.weight, first.params.network.readout.weight
     )
     # Each array counts its own steps: the readout's continue across the switch.
-    (readout_adam, _) = last.opt_state.network.readout.weight
-    (cell_adam, _) = last.opt_state.network.cell.gru.weight_hh
+    (readout_adam, _) = last.opt_state[-1].network.readout.weight
+    (cell_adam, _) = last.opt_state[-1].network.cell.gru.weight_hh
     assert readout_adam.count.tolist() == [40] * 3 and cell_adam.count.tolist() == [20] * 3
     assert not np.array_equal(cell(last.params).gru.weight_hh, cell(first.params).gru.weight_hh)
     result = setup.train()

@@ -50,7 +50,7 @@ def test_a_hebbian_rule_adds_the_batch_averaged_outer_product_of_the_hidden_stat
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     assert np.abs(after.params.network.cell.weight_rec - weight).max() > 1e-3
     # The optimizer trains only the readout; it does not step the rule's matrix.
-    (adam, _) = after.opt_state.network.cell.weight_rec
+    (adam, _) = after.opt_state[-1].network.cell.weight_rec
     assert adam.count.tolist() == [0] * 3
 
 

@@ -124,7 +124,6 @@ from ._task import (
     WorkspaceTask,
 )
 from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
-from ._training.constraints import CONSTRAINTS, AbstractConstraint, Constraints
 from ._training._divergence import NonFiniteLossError
 from ._training._driver import TrainResult, train
 from ._training._history import empty_history, history_dataset
@@ -136,8 +135,9 @@ from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedul
 from ._training._state import BatchRecords, TrainState
 from ._training._trainable import trainable_filter
 from ._training._trainer import Trainer
-from ._training.update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
+from ._training.constraints import CONSTRAINTS, AbstractConstraint, Constraints
 from ._training.rules import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EProp, TruncatedBPTT
+from ._training.update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
 
 __all__ = [
     "BPTT",

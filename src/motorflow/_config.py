@@ -27,10 +27,10 @@ from ._config_base import (
 from ._losses import LossConfig
 from ._plant import AnyPlantConfig, PointMassConfig
 from ._task import TaskConfig, WorkspaceTask
-from ._training.constraints import AnyConstraint
 from ._training._schedule import BatchSchedule, TimedSchedule
-from ._training.update_rules import AnyUpdateRule
+from ._training.constraints import AnyConstraint
 from ._training.rules import BPTT, AnyLearningRule
+from ._training.update_rules import AnyUpdateRule
 
 
 class NetworkConfig(Block):

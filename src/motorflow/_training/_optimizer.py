@@ -1,27 +1,39 @@
-"""Optimizers from config: optax's, with a state of its own per parameter array.
+"""The optimizer from config, as one optax transformation over a replicate's parameters.
 
-:class:`LeafOptimizer` runs the configured optax optimizer on each trainable array
-separately (its own moments and step count), after clipping the gradient's global
-norm, and scales each array's step by the learning rate of its batch and its group.
-An array outside the batch's trainable subset (a training stage) takes no step and
-keeps its optimizer state untouched, so it resumes training where it left off.
+:func:`make_optimizer` chains optax's parts (global-norm clipping, Adam's or SGD's
+direction, weight decay) with three small transformations of our own where optax has
+none: the batch's untrained arrays left out of the clipped norm (:func:`zero_inactive`),
+a state of its own per array that an array sitting out a training stage keeps
+untouched (:func:`per_array`), and a learning rate indexed by the batch rather than by
+a step count (:func:`scale_by_batch_schedule`). :class:`LeafOptimizer` applies it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
-from jaxtyping import Array, Bool, Int
+from jaxtyping import Array, Int
 
 from .._config import OptimizerConfig
 
 
-def learning_rate_schedule(config: OptimizerConfig, n_batches: int) -> optax.Schedule:
-    """The learning rate as a function of the batch index."""
-    lr, spec = config.learning_rate, config.schedule
+def learning_rate_schedule(
+    config: OptimizerConfig, n_batches: int, learning_rate: float | None = None
+) -> optax.Schedule:
+    """The learning rate as a function of the batch index.
+
+    **Arguments:**
+
+    - `config`: the optimizer config (its schedule).
+    - `n_batches`: the run's length (where the cosine decay ends).
+    - `learning_rate`: the peak (or initial) rate the schedule starts from: a group's
+      rate in `config.learning_rates`; None: `config.learning_rate`.
+    """
+    lr, spec = config.learning_rate if learning_rate is None else learning_rate, config.schedule
     if spec.kind == "warmup_cosine":
         return optax.warmup_cosine_decay_schedule(
             init_value=0.0,
@@ -37,37 +49,188 @@ def learning_rate_schedule(config: OptimizerConfig, n_batches: int) -> optax.Sch
     return optax.constant_schedule(lr)
 
 
-def make_optimizer(config: OptimizerConfig) -> optax.GradientTransformation:
-    """The configured optax optimizer at a learning rate of 1 (the rate of each batch
-    and group scales its updates: :class:`LeafOptimizer`)."""
-    if config.name == "adam":
-        return optax.adam(1.0)
-    if config.name == "adamw":
-        # Decoupled weight decay is scaled by the learning rate too (as in optax and torch).
-        return optax.adamw(1.0, weight_decay=config.weight_decay)
-    return optax.sgd(1.0, momentum=config.momentum or None)
+def make_optimizer(
+    config: OptimizerConfig, n_batches: int, learning_rates: Any = None
+) -> optax.GradientTransformationExtraArgs:
+    """The configured optimizer of one replicate's parameters:
 
+        optax.chain(
+            zero_inactive(),
+            optax.clip_by_global_norm(config.clip_global_norm),  # or optax.identity()
+            per_array({rate: optax.chain(
+                optax.scale_by_adam(),  # adamw: then optax.add_decayed_weights(...)
+                scale_by_batch_schedule(learning_rate_schedule(config, n_batches, rate)),
+            )}, learning_rates),
+        )
 
-class LeafOptimizer:
-    """One replicate's optimizer step, array by array.
+    (SGD in place of Adam: ``optax.trace(momentum)``, or no transformation without
+    momentum.) Its state is a tuple of optax states, the last a tree like the
+    parameters holding each array's own; its structure depends on `config.name` and
+    whether SGD has momentum, never on clipping or learning rates (a continued state
+    fits a training that changes them).
+
+    Its ``update(grads, state, params, *, batch, active)`` takes the batch index
+    `batch` (an int scalar: the learning rates' schedule) and `active`, a tree of
+    scalar bools like the parameters (None: every array trains): the arrays that train
+    in the batch (its training stage).
 
     **Arguments:**
 
     - `config`: the optimizer config.
     - `n_batches`: the run's length (for the learning-rate schedule).
-    - `scale`: per trainable array (a tree like the parameters), the factor of its
-      group's learning rate over `config.learning_rate`.
+    - `learning_rates`: per parameter array (a tree like the parameters), its peak
+      learning rate: its group's in `config.learning_rates`, else
+      `config.learning_rate` (:func:`motorflow._trainable.learning_rates`). None:
+      `config.learning_rate` for every array.
     """
 
-    def __init__(self, config: OptimizerConfig, n_batches: int, scale: Any):
-        self.base = make_optimizer(config)
+    def labels(params: Any) -> Any:
+        if learning_rates is None:
+            return jax.tree.map(lambda _: config.learning_rate, params)
+        return learning_rates
+
+    rates = {config.learning_rate, *jax.tree.leaves(learning_rates)}
+    clip = config.clip_global_norm
+    return optax.chain(
+        zero_inactive(),
+        optax.identity() if clip is None else optax.clip_by_global_norm(clip),
+        per_array(
+            {
+                rate: optax.chain(
+                    *_direction(config),
+                    scale_by_batch_schedule(learning_rate_schedule(config, n_batches, rate)),
+                )
+                for rate in rates
+            },
+            labels,
+        ),
+    )
+
+
+def _direction(config: OptimizerConfig) -> list[optax.GradientTransformation]:
+    """The configured optimizer's transformations before its learning rate."""
+    if config.name == "adam":
+        return [optax.scale_by_adam()]
+    if config.name == "adamw":
+        # Decoupled weight decay is scaled by the learning rate too (as in optax and torch).
+        return [optax.scale_by_adam(), optax.add_decayed_weights(config.weight_decay)]
+    if config.momentum:
+        return [optax.trace(decay=config.momentum)]
+    return [optax.identity()]
+
+
+def scale_by_batch_schedule(schedule: optax.Schedule) -> optax.GradientTransformationExtraArgs:
+    """Scale updates by minus the learning rate of the batch, ``-schedule(batch)``.
+
+    optax's ``scale_by_learning_rate(schedule)`` indexes its schedule by a step count
+    in its own state. Ours is indexed by the batch (the extra argument `batch` of
+    ``update``): a batch may take several steps (truncated BPTT's segments), and an
+    array that sits out a training stage takes the rate of the batch it trains in,
+    not of its own step count. Stateless.
+
+    **Arguments:**
+
+    - `schedule`: the learning rate as a function of the batch index.
+    """
+
+    def update(updates: Any, state: Any, params: Any = None, *, batch, **extra_args):
+        del params, extra_args
+        rate = schedule(batch)
+        # The rate is negated before the product, ``(-rate) * u``, as optax's
+        # ``scale_by_learning_rate`` does: IEEE negation is exact and rounding symmetric,
+        # so this is bit for bit the ``rate * (-u)`` of ``optax.adam(1.0)`` scaled
+        # afterwards (the optimizer's results from before it was this composition).
+        return jax.tree.map(lambda u: jnp.asarray(-rate, u.dtype) * u, updates), state
+
+    return optax.GradientTransformationExtraArgs(optax.init_empty_state, update)
+
+
+def zero_inactive() -> optax.GradientTransformationExtraArgs:
+    """Zero the updates of the arrays that do not train in the batch.
+
+    A later global norm (clipping's) then counts only the arrays that train.
+    ``optax.masked`` takes a mask fixed when the optimizer is built; ours, the extra
+    argument `active` of ``update`` (a tree of scalar bools like the updates; None:
+    every array trains), changes with the batch's training stage. Stateless.
+    """
+
+    def update(updates: Any, state: Any, params: Any = None, *, active=None, **extra_args):
+        del params, extra_args
+        return _trained(updates, active), state
+
+    return optax.GradientTransformationExtraArgs(optax.init_empty_state, update)
+
+
+def per_array(
+    transforms: Mapping[Hashable, optax.GradientTransformation], labels: Callable[[Any], Any]
+) -> optax.GradientTransformationExtraArgs:
+    """Each array's updates through the transformation of its label, with a state of its
+    own; an array that does not train in the batch takes no step and keeps its state.
+
+    optax keeps one state for a whole tree (one step count for Adam's bias
+    correction), and ``optax.multi_transform`` and ``optax.masked`` select arrays by
+    labels or a mask fixed when the optimizer is built. A training stage switches the
+    trained arrays with the batch (the extra argument `active` of ``update``, a tree of
+    scalar bools like the updates; None: every array trains), and an array that sits
+    out a stage resumes where it left off: its moments and its step count untouched.
+
+    The state is a tree like the parameters holding each array's state of its
+    transformation. Extra arguments other than `active` reach the transformations.
+
+    **Arguments:**
+
+    - `transforms`: per label, a transformation of one array.
+    - `labels`: a function of the parameters (or of updates like them) that returns
+      each array's label, a tree like them (as ``optax.multi_transform``'s
+      `param_labels`).
+    """
+    transforms = {label: optax.with_extra_args_support(t) for label, t in transforms.items()}
+
+    def init(params: Any) -> Any:
+        return jax.tree.map(lambda p, label: transforms[label].init(p), params, labels(params))
+
+    def update(updates: Any, state: Any, params: Any = None, *, active=None, **extra_args):
+        def one(update, array_state, param, label, is_active=None):
+            new_update, new_state = transforms[label].update(
+                update, array_state, param, **extra_args
+            )
+            if is_active is None:
+                return new_update, new_state
+            kept = jax.tree.map(lambda n, o: jnp.where(is_active, n, o), new_state, array_state)
+            # No step is an update of -0.0, not 0.0: ``x + (-0.0)`` is `x` bit for bit for
+            # every x, where ``-0.0 + 0.0`` would turn a parameter's -0.0 into +0.0.
+            return jnp.where(is_active, new_update, -0.0), kept
+
+        trees = (updates, state, params, labels(updates))
+        out = jax.tree.map(one, *trees) if active is None else jax.tree.map(one, *trees, active)
+        # `out` holds a (update, state) pair where `updates` has an array.
+        return (
+            jax.tree.map(lambda _, pair: pair[0], updates, out),
+            jax.tree.map(lambda _, pair: pair[1], updates, out),
+        )
+
+    return optax.GradientTransformationExtraArgs(init, update)
+
+
+class LeafOptimizer:
+    """One replicate's optimizer: :func:`make_optimizer`'s transformation, applied.
+
+    **Arguments:**
+
+    - `config`: the optimizer config.
+    - `n_batches`: the run's length (for the learning-rate schedule).
+    - `learning_rates`: per trainable array (a tree like the parameters), its peak
+      learning rate (None: `config.learning_rate` for all), as in :func:`make_optimizer`.
+    """
+
+    def __init__(self, config: OptimizerConfig, n_batches: int, learning_rates: Any = None):
+        self.transformation = make_optimizer(config, n_batches, learning_rates)
+        # The base rate's schedule: the learning rate the history records.
         self.schedule = learning_rate_schedule(config, n_batches)
-        self.clip = config.clip_global_norm
-        self.scale = scale
 
     def init(self, params: Any) -> Any:
-        """The optimizer state of one replicate's `params`: one state per array."""
-        return jax.tree.map(self.base.init, params)
+        """The optimizer state of one replicate's `params` (a plain pytree of arrays)."""
+        return self.transformation.init(params)
 
     def step(
         self,
@@ -78,29 +241,20 @@ class LeafOptimizer:
         active: Any,
     ) -> tuple[Any, Any]:
         """New parameters and state after the update of `batch`, in which only the arrays
-        whose `active` flag (a tree of scalar bools like `params`; None: all) is set train."""
-        grads = _trained(grads, active)
-        if self.clip is not None:
-            norm = optax.tree.norm(grads)
-            factor = jnp.where(norm > self.clip, self.clip / norm, 1.0)
-            grads = jax.tree.map(lambda g: g * factor.astype(g.dtype), grads)
-        rate = self.schedule(batch)
+        whose `active` flag (a tree of scalar bools like `params`; None: all) is set train.
 
-        def leaf(param, grad, leaf_state, scale, is_active: Bool[Array, ""] | None) -> _Stepped:
-            update, new_state = self.base.update(grad, leaf_state, param)
-            new_param = param + (rate * scale).astype(param.dtype) * update
-            if is_active is None:
-                return _Stepped(new_param, new_state)
-            keep = jax.tree.map(lambda n, o: jnp.where(is_active, n, o), new_state, leaf_state)
-            return _Stepped(jnp.where(is_active, new_param, param), keep)
+        **Arguments:**
 
-        if active is None:
-            out = jax.tree.map(lambda *xs: leaf(*xs, None), params, grads, state, self.scale)
-        else:
-            out = jax.tree.map(leaf, params, grads, state, self.scale, active)
-        new_params = jax.tree.map(lambda stepped: stepped.param, out)
-        new_state = jax.tree.map(lambda stepped: stepped.state, out)
-        return new_params, new_state
+        - `grads`, `params`: one replicate's gradient and parameters (trees of arrays
+          of the parameters' shapes).
+        - `state`: its optimizer state (from :meth:`init`).
+        - `batch`: the batch index, an int scalar.
+        - `active`: as above.
+        """
+        updates, state = self.transformation.update(
+            grads, state, params, batch=batch, active=active
+        )
+        return optax.apply_updates(params, updates), state
 
     @staticmethod
     def gradient_norm(grads: Any, active: Any) -> Array:
@@ -114,12 +268,3 @@ def _trained(grads: Any, active: Any) -> Any:
     if active is None:
         return grads
     return jax.tree.map(lambda g, a: jnp.where(a, g, jnp.zeros_like(g)), grads, active)
-
-
-class _Stepped:
-    """One array's new value and optimizer state (a plain object: a leaf to `jax.tree`)."""
-
-    __slots__ = ("param", "state")
-
-    def __init__(self, param: Array, state: Any):
-        self.param, self.state = param, state

@@ -73,21 +73,22 @@ def either(filters: Sequence[Any]) -> Any:
     return jax.tree.map(lambda *selected: any(selected), *filters)
 
 
-def learning_rate_scales(
+def learning_rates(
     model: Any, trained: Any, optimizer: OptimizerConfig, path: str = "train.optimizer"
 ) -> Any:
-    """Per leaf of `model`, its group's learning rate over the optimizer's (1 outside
-    every group; the longest matching path decides). Raises :class:`ConfigError` for
-    a group that selects no trained array."""
-    scales = jax.tree.map(lambda _: 1.0, trained)
+    """Per leaf of `model`, its peak learning rate: its group's in
+    `optimizer.learning_rates` (the longest matching path decides), else
+    `optimizer.learning_rate`. Raises :class:`ConfigError` for a group that selects no
+    array in `trained` (a bool tree like `model`: the arrays that train in some stage)."""
+    rates = jax.tree.map(lambda _: optimizer.learning_rate, trained)
     for group in sorted(optimizer.learning_rates, key=lambda p: p.count(".")):
         key = f"{path}.learning_rates.{group}"
         selected = trainable_filter(model, [group], key)
         if not any(jax.tree.leaves(jax.tree.map(lambda s, t: s and t, selected, trained))):
             raise ConfigError(key, f"{group!r} selects no parameter that trains in any stage")
-        factor = optimizer.learning_rates[group] / optimizer.learning_rate
-        scales = jax.tree.map(lambda s, old, f=factor: f if s else old, selected, scales)
-    return scales
+        rate = optimizer.learning_rates[group]
+        rates = jax.tree.map(lambda s, old, rate=rate: rate if s else old, selected, rates)
+    return rates
 
 
 class TrainedArrays(NamedTuple):

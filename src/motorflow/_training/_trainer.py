@@ -24,7 +24,7 @@ from ._optimizer import LeafOptimizer
 from ._segments import learn_in_segments
 from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
-from ._trainable import learning_rate_scales, trained_arrays
+from ._trainable import learning_rates, trained_arrays
 from .constraints import Constraints
 from .rules import Batch
 from .update_rules import UpdateRules
@@ -100,11 +100,9 @@ class Trainer:
         self.layout = ReplicateLayout.over_devices(self.n_replicates)
         # lax.map's batch_size: all of a device's replicates at once, or one at a time.
         self._replicates_per_step = self.layout.n_padded if vectorize_replicates else None
-        scales = learning_rate_scales(ensemble, optimized, config.optimizer)
+        rates = learning_rates(ensemble, optimized, config.optimizer)
         self.optimizer = LeafOptimizer(
-            config.optimizer,
-            config.n_batches,
-            jax.tree.map(jnp.asarray, eqx.filter(scales, selected)),
+            config.optimizer, config.n_batches, eqx.filter(rates, selected)
         )
         self.schedule = self.optimizer.schedule
         self.run_chunk = jax.jit(self._chunk)

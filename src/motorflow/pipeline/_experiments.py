@@ -26,7 +26,7 @@ from .._config_base import ConfigError, over_block
 from .._identity import json_digest
 from .._model._ensemble import build_model
 from .._task import Task
-from .._training._trainable import either, learning_rate_scales, trained_subsets
+from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,
     check_drawn_replicate,
@@ -185,7 +185,7 @@ def _resolve_one(
         key=jax.eval_shape(lambda: jax.random.key(0)),
     )
     subsets = trained_subsets(model, blocks["training"], f"{path}.training")
-    learning_rate_scales(
+    learning_rates(
         model,
         either([subset for _, subset in subsets]),
         blocks["training"].optimizer,
