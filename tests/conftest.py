@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import jax
 import numpy as np
 import pytest
@@ -24,7 +27,8 @@ def tiny_task(n_steps: int = 12) -> mf.Task:
     return mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps, "eval": {"n_directions": 4}}))
 
 
-def tiny_train_config(**overrides) -> mf.TrainConfig:
+def tiny_train_settings(**overrides) -> dict:
+    """The tiny training as a config mapping (a workflow config's `trainings` entry)."""
     base = {
         "n_replicates": 3,
         "n_batches": 40,
@@ -33,7 +37,23 @@ def tiny_train_config(**overrides) -> mf.TrainConfig:
         "log": {"every": 10},
         "checkpoint": {"every": 10},
     }
-    return mf.TrainConfig.from_dict({**base, **overrides})
+    return {**base, **overrides}
+
+
+def tiny_train_config(**overrides) -> mf.TrainConfig:
+    return mf.TrainConfig.from_dict(tiny_train_settings(**overrides))
+
+
+@contextlib.contextmanager
+def raises_config_error(path: str, *fragments: str) -> Iterator[pytest.ExceptionInfo]:
+    """Expect a :class:`motorflow.ConfigError` naming exactly the key `path`, with every
+    one of `fragments` in its message."""
+    with pytest.raises(mf.ConfigError) as error:
+        yield error
+    message = str(error.value)
+    assert error.value.path == path, message
+    for fragment in fragments:
+        assert fragment in error.value.message, message
 
 
 def assert_trees_equal(a, b) -> None:

@@ -7,6 +7,7 @@ import copy
 import jax
 import numpy as np
 import pytest
+from conftest import raises_config_error
 from workflow_helpers import tiny_config, train_through_stages
 
 import motorflow as mf
@@ -36,10 +37,14 @@ def test_an_experiment_records_what_it_starts_from_in_its_settings():
 @pytest.mark.parametrize(
     ("edit", "path", "words"),
     [
-        (lambda c: c["experiments"]["adapt"].update(init_from="nowhere"), "init_from", "'nowhere'"),
+        (
+            lambda c: c["experiments"]["adapt"].update(init_from="nowhere"),
+            "experiments.adapt.init_from",
+            "'nowhere'",
+        ),
         (
             lambda c: c["experiments"]["quiet"].update(init_from="adapt"),
-            "init_from",
+            "experiments.quiet.init_from",
             "loop: ",
         ),
         (
@@ -66,10 +71,8 @@ def test_an_experiment_records_what_it_starts_from_in_its_settings():
 def test_a_chain_that_cannot_work_is_a_config_error(edit, path, words):
     config = chained_config()
     edit(config)
-    with pytest.raises(mf.ConfigError) as error:
+    with raises_config_error(path, words):
         mfp.resolve_experiments(config)
-    assert error.value.path.endswith(path), str(error.value)
-    assert words in str(error.value)
 
 
 def test_settings_without_weights_may_differ_from_the_parents():

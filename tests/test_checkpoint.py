@@ -44,6 +44,7 @@ def test_a_truncated_newest_checkpoint_falls_back_to_the_previous_one(trained, c
         resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text and "damaged" in caplog.text
     assert "older checkpoint at batch 30" in caplog.text
+    assert resumed.record["resumed_from_batch"] == 30
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
 
@@ -54,6 +55,7 @@ def test_a_newest_checkpoint_missing_a_file_falls_back(trained, caplog):
     with caplog.at_level(logging.WARNING, logger="motorflow"):
         resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text
+    assert resumed.record["resumed_from_batch"] == 30
     assert_trees_equal(resumed.state, reference.state)
 
 
@@ -63,6 +65,8 @@ def test_unreadable_metrics_do_not_stop_the_resume(trained, caplog):
     with caplog.at_level(logging.WARNING, logger="motorflow"):
         resumed = setup.train(checkpoint_dir=directory.parent)
     assert "checkpoint at batch 40" in caplog.text and "metrics" in caplog.text
+    # That checkpoint is dropped; the run resumes from the one before it.
+    assert resumed.record["resumed_from_batch"] == 30
     assert_trees_equal(resumed.state, reference.state)
 
 
@@ -73,6 +77,7 @@ def test_no_usable_checkpoint_starts_afresh_with_a_warning(trained, caplog):
     with caplog.at_level(logging.WARNING, logger="motorflow"):
         resumed = setup.train(checkpoint_dir=directory.parent)
     assert "training starts afresh" in caplog.text
+    assert resumed.record["resumed_from_batch"] == 0
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
 
@@ -82,5 +87,6 @@ def test_an_interrupted_checkpoint_write_is_ignored_and_cleaned_up(trained):
     leftover = directory / "50.orbax-checkpoint-tmp-123"
     shutil.copytree(directory / "40", leftover)
     resumed = setup.train(checkpoint_dir=directory.parent)
+    assert resumed.record["resumed_from_batch"] == 40
     assert_trees_equal(resumed.state, reference.state)
     assert not leftover.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -18,6 +19,8 @@ from workflow_helpers import (
     tiny_config,
 )
 
+import motorflow as mf
+
 pytestmark = pytest.mark.workflow
 
 
@@ -27,6 +30,18 @@ def one_experiment_config() -> dict:
     del config["protocols"]  # it draws 'noisy'
     config["trainings"]["quick"].update(n_batches=40, checkpoint={"every": 10})
     return config
+
+
+def newest_checkpoint(experiment) -> int:
+    """The batch of the newest checkpoint written in full under `experiment` (0: none)."""
+    steps = [int(p.name) for p in experiment.glob("checkpoints/*/*") if p.name.isdigit()]
+    return max(steps, default=0)
+
+
+def resumed_from(experiment) -> int:
+    """The batch the training that wrote `experiment`'s history resumed from."""
+    record = mf.open_dataset(experiment / "history.zarr").attrs["run_record"]
+    return json.loads(record)["resumed_from_batch"]
 
 
 @pytest.fixture(scope="module")
@@ -43,21 +58,24 @@ def test_two_runs_in_fresh_directories_are_identical(reference, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("kill_at", "left_behind"),
+    ("kill_at", "left_behind", "resumes_at"),
     [
-        # during the compilation of the first training chunk
-        ("chunk#1#0.3", None),
-        # in the middle of the third chunk (batches 20-30)
-        ("chunk#3#0.05", None),
+        # during the compilation of the first training chunk: before any checkpoint
+        ("chunk#1#0.3", None, 0),
+        # in the middle of the third chunk (batches 20-30); where it resumes depends on
+        # how far the background write of the checkpoint at 20 had got
+        ("chunk#3#0.05", None, None),
         # inside the (background) write of the checkpoint at batch 20
-        ("checkpoint#2", "checkpoints/*/20.orbax-checkpoint-tmp*"),
+        ("checkpoint#2", "checkpoints/*/20.orbax-checkpoint-tmp*", 10),
         # inside the write of history.zarr, after training finished
-        ("write:history.zarr", ".history.zarr.tmp-*"),
+        ("write:history.zarr", ".history.zarr.tmp-*", 40),
         # inside the write of the final model
-        ("save_model", ".model.tmp-*"),
+        ("save_model", ".model.tmp-*", 40),
     ],
 )
-def test_a_killed_train_job_resumes_to_identical_results(reference, tmp_path, kill_at, left_behind):
+def test_a_killed_train_job_resumes_to_identical_results(
+    reference, tmp_path, kill_at, left_behind, resumes_at
+):
     workdir = make_workdir(tmp_path, one_experiment_config())
     killed = snakemake(workdir, env={"MOTORFLOW_KILL_AT": kill_at}, check=False)
     assert killed.returncode != 0
@@ -66,9 +84,12 @@ def test_a_killed_train_job_resumes_to_identical_results(reference, tmp_path, ki
     assert not (experiment / "model").exists() and not (experiment / "history.zarr").exists()
     if left_behind is not None:
         assert list(experiment.glob(left_behind)), f"the kill did not land inside {left_behind}"
+    checkpointed = newest_checkpoint(experiment)
+    assert resumes_at is None or checkpointed == resumes_at
     # The documented command, here aimed at the train job's outputs: the stages after
     # it only read them (test_two_runs_in_fresh_directories_are_identical covers those).
     snakemake(workdir, "results/quiet/model", "results/quiet/history.zarr")
+    assert resumed_from(experiment) == checkpointed
     assert_same_results(reference, workdir, ["quiet"], stores_of_each=("history.zarr",))
     assert not list(experiment.glob(".*.tmp-*"))
 
@@ -96,8 +117,11 @@ def test_a_killed_snakemake_run_resumes_with_the_same_command(reference, tmp_pat
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
     assert checkpointed() and not (workdir / "results/quiet/model").exists()
+    # The checkpoint at 10, or a later one written before the kill landed.
+    left = newest_checkpoint(workdir / "results/quiet")
     snakemake(workdir, "--unlock")
     snakemake(workdir)  # the documented command, unchanged
+    assert resumed_from(workdir / "results/quiet") == left
     assert_same_results(reference, workdir, ["quiet"])
 
 

@@ -2,7 +2,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from conftest import assert_trees_equal, tiny_model_config
+from conftest import assert_trees_equal, raises_config_error, tiny_model_config
 
 import motorflow as mf
 
@@ -42,10 +42,5 @@ def test_trainable_filter_selects_named_parts_and_rejects_unknown_paths():
     spec = mf.trainable_filter(ensemble, ["network.readout"])
     assert spec.network.readout.weight and spec.network.readout.bias
     assert not any(jax.tree.leaves(spec.network.cell))
-    try:
+    with raises_config_error("train.trainable", "'network.readuot'", "readout"):
         mf.trainable_filter(ensemble, ["network.readuot"], "train.trainable")
-    except mf.ConfigError as error:
-        assert error.path == "train.trainable"
-        assert "'network.readuot'" in str(error) and "readout" in str(error)
-    else:
-        raise AssertionError("an unknown path was accepted")

@@ -114,19 +114,41 @@ def test_with_recurrence_eprop_approximates_bptt():
     eprop = _gradients(ensemble, task, config, EProp(feedback="symmetric"))
     exact = _gradients(ensemble, task, config, BPTT())
     flat = [np.concatenate([np.ravel(g) for g in jax.tree.leaves(t)]) for t in (eprop, exact)]
-    # An approximation: not the gradient, but not another quantity either.
+    # An approximation: not the gradient, but not another quantity either. Measured
+    # here, the correlation with the gradient: 0.990 over all arrays (the readout's
+    # part, exact, weighs in). The unit's input weights, recurrent weights and bias,
+    # which e-prop approximates: correlations 0.956, 0.971 and 0.970, norms 0.97,
+    # 1.02 and 1.05 times the gradient's (traces without their memory: 0.59 to 0.64).
     assert not np.allclose(*flat)
-    assert np.corrcoef(*flat)[0, 1] > 0
+    assert np.corrcoef(*flat)[0, 1] > 0.98
+    for name in ("weight_in", "weight_rec", "bias"):
+        get = attribute_getter(f"network.cell.rnn.{name}")
+        found, want = (np.ravel(get(gradient)) for gradient in (eprop, exact))
+        assert not np.allclose(found, want), name
+        assert np.corrcoef(found, want)[0, 1] > 0.94, name
+        assert 0.9 < np.linalg.norm(found) / np.linalg.norm(want) < 1.1, name
 
 
 def test_random_feedback_is_drawn_from_the_learning_key_and_kept(tiny):
     setup = tiny(network={"cell": "leaky"}, n_batches=4, learning={"kind": "eprop"})
-    first = setup.train().state.learning_state["feedback"]
+    result = setup.train()
+    first = result.state.learning_state["feedback"]
     again = setup.train().state.learning_state["feedback"]
     np.testing.assert_array_equal(first, again)
     # One matrix (hidden, control) per replicate, each its own draw.
     assert first.shape == (3, 8, 2)
     assert not np.array_equal(first[0], first[1])
+    # Training keeps the draw `train` makes before the first batch from its learning key.
+    trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
+    noise_key = jax.random.split(setup.train_key)[0]
+    learning_key = jax.random.fold_in(setup.train_key, 3)
+    drawn = trainer.init(noise_key, learning_key=learning_key).learning_state["feedback"]
+    np.testing.assert_array_equal(first, drawn)
+    # Random, not the readout's transpose (symmetric feedback), before training or after.
+    for ensemble in (setup.ensemble, result.ensemble):
+        symmetric = np.swapaxes(np.asarray(ensemble.network.readout.weight), 1, 2)
+        assert symmetric.shape == first.shape
+        assert not np.isclose(first, symmetric).any()
 
 
 def test_a_probed_rollout_has_the_plain_rollouts_values():

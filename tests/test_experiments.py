@@ -1,5 +1,6 @@
 import jsonschema
 import pytest
+from conftest import raises_config_error
 from workflow_helpers import REPO, tiny_config
 
 import motorflow as mf
@@ -106,10 +107,8 @@ def test_a_sweep_expands_every_grid_point_into_a_named_experiment():
 def test_bad_configs_name_the_key_path(edit, path, words):
     config = tiny_config()
     edit(config)
-    with pytest.raises(mf.ConfigError) as error:
+    with raises_config_error(path, words):
         mfp.resolve_experiments(config)
-    assert error.value.path == path
-    assert words in str(error.value)
 
 
 @pytest.mark.parametrize(

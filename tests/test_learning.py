@@ -108,6 +108,7 @@ def test_training_with_each_rule_resumes_bitwise(tiny, tmp_path, rule):
     with pytest.raises(Interrupt):
         setup.train(checkpoint_dir=tmp_path, on_log=interrupt_at_10)
     resumed = setup.train(checkpoint_dir=tmp_path)
+    assert resumed.record["resumed_from_batch"] == 10
     assert_trees_equal(uninterrupted.state, resumed.state)
     assert_trees_equal(uninterrupted.history, resumed.history)
 

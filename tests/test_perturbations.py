@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import tiny_model_config, tiny_task
+from conftest import raises_config_error, tiny_model_config, tiny_task, tiny_train_config
 
 import motorflow as mf
 import motorflow.pipeline as mfp
@@ -200,15 +200,13 @@ def test_training_trials_carry_the_tasks_perturbations_and_train():
     assert trials.params[0]["strength"].shape == (2, 3, 5)
     model = tiny_model_config()
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=2, key=jax.random.key(1))
-    train = mf.TrainConfig.from_dict(
-        {
-            "n_replicates": 2,
-            "n_batches": 3,
-            "batch_size": 5,
-            "validation": {"every": 3},
-            "log": {"every": 3},
-            "checkpoint": {"every": 3},
-        }
+    train = tiny_train_config(
+        n_replicates=2,
+        n_batches=3,
+        batch_size=5,
+        validation={"every": 3},
+        log={"every": 3},
+        checkpoint={"every": 3},
     )
     result = mf.train(ensemble, trials, task, train, key=jax.random.key(2), progress=False)
     assert np.isfinite(result.history["loss"]["total"]).all()
@@ -274,10 +272,8 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
     ],
 )
 def test_bad_perturbation_settings_name_their_key(block, path, words):
-    with pytest.raises(mf.ConfigError) as error:
+    with raises_config_error(path, words):
         mf.TaskConfig.from_dict({"perturbations": [block]})
-    assert error.value.path == path
-    assert words in error.value.message
 
 
 def test_a_perturbation_setting_is_part_of_the_run_identity():
@@ -287,7 +283,7 @@ def test_a_perturbation_setting_is_part_of_the_run_identity():
         tiny_model_config(), n_replicates=2, n_task_inputs=2, key=jax.random.key(0)
     )
     trials = task.training_trials(jax.random.key(1), n_replicates=2, n_batches=2, batch_size=4)
-    config = mf.TrainConfig.from_dict({"n_replicates": 2, "n_batches": 2, "batch_size": 4})
+    config = tiny_train_config(n_replicates=2, n_batches=2, batch_size=4)
 
     def identity(direction):
         curl = mf.CurlField(direction=direction)

@@ -6,6 +6,7 @@ import equinox as eqx
 import jax
 import numpy as np
 import pytest
+from conftest import tiny_train_config
 
 import motorflow as mf
 
@@ -75,17 +76,14 @@ def test_the_arm_stays_inside_its_joint_limits():
 
 @pytest.mark.parametrize("kind", ["arm", "muscle_arm"])
 def test_a_short_run_teaches_an_arm_to_reach(kind):
-    model, task, ensemble = setup(kind, n_replicates=2)
-    config = mf.TrainConfig.from_dict(
-        {
-            "n_replicates": 2,
-            "n_batches": 60,
-            "batch_size": 8,
-            "validation": {"every": 20},
-            "log": {"every": 20},
-            "checkpoint": {"every": 20},
-            "optimizer": {"learning_rate": 0.05},
-        }
+    _, task, ensemble = setup(kind, n_replicates=2)
+    config = tiny_train_config(
+        n_replicates=2,
+        n_batches=60,
+        validation={"every": 20},
+        log={"every": 20},
+        checkpoint={"every": 20},
+        optimizer={"learning_rate": 0.05},
     )
     trials_key, train_key = jax.random.split(jax.random.key(2))
     trials = task.training_trials(trials_key, n_replicates=2, n_batches=60, batch_size=8)

@@ -35,6 +35,7 @@ def test_a_signal_checkpoints_stops_and_the_rerun_equals_an_uninterrupted_run(ti
     (run,) = store.runs()
     assert sorted(int(p.name) for p in (tmp_path / run).iterdir() if p.name.isdigit()) == [20]
     resumed = setup.train(checkpoint_dir=tmp_path)
+    assert resumed.record["resumed_from_batch"] == 20
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
     assert_trees_equal(

@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 import pytest
-from conftest import assert_trees_equal, tiny_task
+from conftest import assert_trees_equal, tiny_task, tiny_train_config
 
 import motorflow as mf
 
@@ -11,6 +11,18 @@ BASE_MODEL = {
     "network": {"hidden_size": 6, "hidden_noise_std": 0.02},
     "feedback": {"delay": 1, "noise_std": 0.05},
 }
+
+
+def train_config() -> mf.TrainConfig:
+    """Ten batches of 4 trials for 2 replicates, checkpointed after 5 and 10."""
+    return tiny_train_config(
+        n_replicates=2,
+        n_batches=10,
+        batch_size=4,
+        validation={"every": 5},
+        log={"every": 5},
+        checkpoint={"every": 5},
+    )
 
 
 def _merge(base, edit):
@@ -24,16 +36,7 @@ def train_model(model_edit, directory=None, seed=3, **kwargs):
     """Train a tiny ensemble of the base model with `model_edit` applied (noise on)."""
     model = mf.ModelConfig.from_dict(_merge(BASE_MODEL, model_edit))
     task = tiny_task(n_steps=10)
-    config = mf.TrainConfig.from_dict(
-        {
-            "n_replicates": 2,
-            "n_batches": 10,
-            "batch_size": 4,
-            "validation": {"every": 5},
-            "log": {"every": 5},
-            "checkpoint": {"every": 5},
-        }
-    )
+    config = train_config()
     keys = jax.random.split(jax.random.key(seed), 3)
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=task.n_inputs, key=keys[0])
     trials = task.training_trials(keys[1], n_replicates=2, n_batches=10, batch_size=4)
@@ -69,7 +72,7 @@ SETTINGS_WITHOUT_WEIGHTS = {
 def _setup(model_edit):
     model = mf.ModelConfig.from_dict(_merge(BASE_MODEL, model_edit))
     task = tiny_task(n_steps=10)
-    config = mf.TrainConfig.from_dict({"n_replicates": 2, "n_batches": 10, "batch_size": 4})
+    config = train_config()
     keys = jax.random.split(jax.random.key(3), 3)
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=task.n_inputs, key=keys[0])
     trials = task.training_trials(keys[1], n_replicates=2, n_batches=10, batch_size=4)
@@ -97,6 +100,8 @@ def test_a_run_never_resumes_the_checkpoints_of_another_setting(tmp_path, settin
     first = train_model({}, tmp_path)
     edited = train_model(edit, tmp_path)
     fresh = train_model(edit)
+    # The first run's finished checkpoint lies in the store: the edited run starts afresh.
+    assert edited.record["resumed_from_batch"] == 0
     assert_trees_equal(edited.state, fresh.state)
     assert_trees_equal(edited.history, fresh.history)
     assert edited.run_id != first.run_id
@@ -118,7 +123,7 @@ def test_reverting_an_edit_restores_the_finished_run_without_training(tmp_path):
     train_model({"feedback": {"delay": 2}}, tmp_path)
     chunks = []
     again = train_model({}, tmp_path, on_log=lambda done, _: chunks.append(done))
-    assert chunks == []
+    assert chunks == [] and again.record["resumed_from_batch"] == 10
     assert_trees_equal(again.state, first.state)
     assert_trees_equal(again.history, first.history)
 
@@ -127,7 +132,7 @@ def test_restart_trains_from_the_first_batch(tmp_path):
     first = train_model({}, tmp_path)
     chunks = []
     again = train_model({}, tmp_path, restart=True, on_log=lambda done, _: chunks.append(done))
-    assert chunks == [5, 10]
+    assert chunks == [5, 10] and again.record["resumed_from_batch"] == 0
     assert_trees_equal(again.state, first.state)
 
 

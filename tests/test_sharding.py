@@ -81,7 +81,8 @@ if {save}:
     mf.save_ensemble({model!r}, result.ensemble, setup.model_config, n_task_inputs=2)
 loaded, _ = mf.load_ensemble({model!r})
 leaves = jax.tree.leaves((result.state, result.history)) + jax.tree.leaves(loaded)
-np.savez({out!r}, n_devices=len(jax.devices()), **{{
+np.savez({out!r}, n_devices=len(jax.devices()),
+         resumed_from_batch=result.record["resumed_from_batch"], **{{
     f"leaf{{i}}": np.asarray(jax.random.key_data(x) if jax.dtypes.issubdtype(getattr(x, "dtype", np.float32), jax.dtypes.prng_key) else x)
     for i, x in enumerate(leaves)}})
 """
@@ -104,6 +105,7 @@ def test_state_and_model_written_on_two_devices_are_read_on_one(tmp_path):
     two = run(2, save=True)
     one = run(1, save=False)  # resumes from the final checkpoint; loads the saved model
     assert (two["n_devices"], one["n_devices"]) == (2, 1)
+    assert (two["resumed_from_batch"], one["resumed_from_batch"]) == (0, 40)
     for name in two:
         if name.startswith("leaf"):
             np.testing.assert_array_equal(one[name], two[name], err_msg=name)

@@ -5,7 +5,7 @@ import equinox as eqx
 import jax
 import numpy as np
 import optax
-from conftest import assert_trees_equal
+from conftest import assert_trees_equal, raises_config_error
 
 import motorflow as mf
 from motorflow._training._run_record import named_arrays
@@ -51,6 +51,7 @@ def test_snapshots_and_gradient_norms_survive_resuming(tiny, tmp_path):
     except KeyboardInterrupt:
         pass
     resumed = setup.train(checkpoint_dir=directory)
+    assert resumed.record["resumed_from_batch"] == 20
     assert_trees_equal(resumed.history, reference.history)
     assert_trees_equal(resumed.state, reference.state)
 
@@ -134,9 +135,5 @@ def test_snapshots_need_a_schedule_within_the_run():
         ({"batches": {"at": [41]}}, "snapshots.batches.at"),
         ({"batches": {"every": 5}, "trials": "yes"}, "snapshots.trials"),
     ]:
-        try:
+        with raises_config_error(key):
             mf.TrainConfig.from_dict({"n_batches": 40, "snapshots": snapshots})
-        except mf.ConfigError as error:
-            assert error.path == key, (error.path, key)
-        else:
-            raise AssertionError(f"{snapshots} was accepted")

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import tiny_train_config
 
 import motorflow as mf
 import motorflow.pipeline as mfp
@@ -117,14 +118,13 @@ def test_a_trained_network_waits_for_the_go_cue_and_then_reaches():
     model = mf.ModelConfig.from_dict(
         {"network": {"hidden_size": 32}, "feedback": {"noise_std": 0.01}}
     )
-    train = mf.TrainConfig.from_dict(
-        {
-            "n_replicates": 1,
-            "n_batches": 400,
-            "batch_size": 64,
-            "validation": {"every": 100},
-            "log": {"every": 100},
-        }
+    train = tiny_train_config(
+        n_replicates=1,
+        n_batches=400,
+        batch_size=64,
+        validation={"every": 100},
+        log={"every": 100},
+        checkpoint={"every": 100},
     )
     keys = mfp.experiment_keys(0)
     ensemble = mf.make_ensemble(model, n_replicates=1, n_task_inputs=3, key=keys["init"])

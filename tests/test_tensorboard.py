@@ -84,7 +84,8 @@ def test_a_resumed_run_shows_each_batch_once_as_an_uninterrupted_one(tiny, tmp_p
     # The interrupted run wrote batches 20..29 past its checkpoint; the resumed run
     # writes them again, superseding them.
     assert max(scalars(board)["loss/total/replicate_0"]) == 29
-    setup.train(checkpoint_dir=checkpoints, tensorboard_dir=board)
+    resumed = setup.train(checkpoint_dir=checkpoints, tensorboard_dir=board)
+    assert resumed.record["resumed_from_batch"] == 20
     assert len(list(board.glob("events.out.tfevents.*"))) == 2
     check_against_history(scalars(board), reference.history, setup.config.n_replicates)
 

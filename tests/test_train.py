@@ -1,4 +1,7 @@
+import functools
+import itertools
 import logging
+import re
 
 import equinox as eqx
 import jax
@@ -10,6 +13,7 @@ from conftest import assert_trees_equal
 import motorflow as mf
 from motorflow._training._divergence import DivergencePolicy
 from motorflow._training._driver import _chunk_inputs
+from motorflow._training._schedule import WallClock
 
 
 class Interrupt(Exception):
@@ -74,20 +78,45 @@ def test_leaves_outside_the_trainable_subset_stay_bit_identical(tiny):
     assert not np.array_equal(trained.network.readout.weight, setup.ensemble.network.readout.weight)
 
 
+def resume_points(log: str) -> list[int]:
+    """The batch each checkpointed training in `log` resumed from (0: the first batch)."""
+    found = re.findall(
+        r"Resuming from the checkpoint at batch (\d+)|Training from the first batch", log
+    )
+    return [int(batch or 0) for batch in found]
+
+
 @pytest.mark.parametrize(
-    "checkpoint",
-    [{"every": 10}, {"every": 20}, {"exponential": {"start": 3, "factor": 2}, "seconds": 0.01}],
+    ("checkpoint", "resumed_from"),
+    [
+        ({"every": 10}, [0, 10, 30]),
+        # The interruption at 10 comes before the first checkpoint, and the one at 30
+        # loses the chunk since the checkpoint at 20, which must be recomputed exactly.
+        ({"every": 20}, [0, 0, 20]),
+        # Exponential checkpoints at 3, 9 and 21; the wall clock (made due at every
+        # chunk's end below) adds the ones at 10 and 30.
+        ({"exponential": {"start": 3, "factor": 2}, "seconds": 0.01}, [0, 10, 30]),
+    ],
 )
-def test_resuming_after_interruptions_equals_an_uninterrupted_run(tiny, tmp_path, checkpoint):
+def test_resuming_after_interruptions_equals_an_uninterrupted_run(
+    tiny, tmp_path, monkeypatch, caplog, checkpoint, resumed_from
+):
+    # A clock a second later at every reading: where a run resumes does not depend on
+    # the machine's speed.
+    ticks = itertools.count()
+    clock = functools.partial(WallClock, clock=lambda: float(next(ticks)))
+    monkeypatch.setattr("motorflow._training._plan.WallClock", clock)
     setup = tiny(checkpoint=checkpoint)
     reference = setup.train()
     directory = tmp_path / "checkpoints"
-    # Interrupted at 10 and 30 batches; with checkpoint={"every": 20} the interruption at
-    # 30 loses the chunk since the checkpoint at 20, which must be recomputed exactly.
-    for batch in (10, 30):
-        with pytest.raises(Interrupt):
-            setup.train(checkpoint_dir=directory, on_log=interrupt_at(batch))
-    resumed = setup.train(checkpoint_dir=directory)
+    # Interrupted at 10 and 30 batches, then run to the end.
+    with caplog.at_level(logging.INFO, logger="motorflow"):
+        for batch in (10, 30):
+            with pytest.raises(Interrupt):
+                setup.train(checkpoint_dir=directory, on_log=interrupt_at(batch))
+        resumed = setup.train(checkpoint_dir=directory)
+    assert resume_points(caplog.text) == resumed_from
+    assert resumed.record["resumed_from_batch"] == resumed_from[-1]
     assert int(resumed.state.step) == 40
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
@@ -101,7 +130,7 @@ def test_a_finished_run_reruns_from_its_final_checkpoint(tiny, tmp_path):
     first = setup.train(checkpoint_dir=tmp_path)
     calls = []
     again = setup.train(checkpoint_dir=tmp_path, on_log=lambda done, _: calls.append(done))
-    assert calls == []
+    assert calls == [] and again.record["resumed_from_batch"] == 40
     assert_trees_equal(again.state, first.state)
 
 
@@ -109,6 +138,7 @@ def test_checkpoints_of_another_configuration_are_not_resumed(tiny, tmp_path):
     tiny(optimizer={"learning_rate": 0.05}).train(checkpoint_dir=tmp_path)
     setup = tiny()
     resumed = setup.train(checkpoint_dir=tmp_path)
+    assert resumed.record["resumed_from_batch"] == 0
     assert_trees_equal(resumed.state, setup.train().state)
 
 
@@ -248,7 +278,8 @@ def test_isolation_freezes_a_diverged_replicate_and_trains_the_others_as_if_none
     directory = tmp_path / "checkpoints"
     with pytest.raises(Interrupt):
         setup.train(checkpoint_dir=directory, on_log=interrupt_at(20))
-    result = setup.train(checkpoint_dir=directory)  # resumed after the divergence
+    result = setup.train(checkpoint_dir=directory)
+    assert result.record["resumed_from_batch"] == 20  # after the divergence at 5
     assert result.history["diverged_at"].tolist() == [-1, 5, -1]
     for name in ("params", "opt_state", "best_params", "best_loss", "best_batch"):
         assert_trees_equal(
