@@ -45,7 +45,7 @@ print(json.dumps({"import_s": time.perf_counter() - start}))
 COMPILE = """
 import time, json, sys
 start = time.perf_counter()
-import jax, motorflow as mf
+import jax, motorflow as mf, motorflow.pipeline as mfp
 imported = time.perf_counter()
 mfp.enable_compilation_cache({cache!r})
 sys.path.insert(0, {here!r})
@@ -63,11 +63,12 @@ print(json.dumps({{"compile_s": time.perf_counter() - t0}}))
 EVALUATE = """
 import time, json
 start = time.perf_counter()
-import jax, motorflow as mf
+import jax, motorflow as mf, motorflow.pipeline as mfp
 imported = time.perf_counter()
 mfp.enable_compilation_cache({cache!r})
 experiment = mfp.Experiment.from_dict(json.loads({experiment!r}))
-mfp.evaluate_experiment(experiment, model_path={model!r}, eval_path={eval!r},
+mfp.evaluate_experiment(experiment.name, task=experiment.task, seed=experiment.seed,
+    model_path={model!r}, eval_path={eval!r},
     states_path={out!r} + "/states.zarr", metrics_path={out!r} + "/metrics.zarr",
     table_path={out!r} + "/metrics.csv", evaluation=mfp.EvaluationConfig())
 print(json.dumps({{"stage_s": time.perf_counter() - imported, "import_s": imported - start}}))

@@ -89,7 +89,9 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
     for name in EXPERIMENTS:
         experiment = experiments[name]
         mfp.analyse_experiment(
-            experiment,
+            experiment.name,
+            task=experiment.task,
+            seed=experiment.seed,
             model_path=results / name / "model",
             eval_path=results / "trials" / experiment.dataset / "eval.zarr",
             states_path=results / name / "states.zarr",

@@ -38,7 +38,9 @@ def results(tmp_path_factory) -> Path:
     train_through_stages(experiment, results)
     folder = results / EXPERIMENT
     mfp.evaluate_experiment(
-        experiment,
+        experiment.name,
+        task=experiment.task,
+        seed=experiment.seed,
         model_path=folder / "model",
         eval_path=results / "trials" / experiment.dataset / "eval.zarr",
         states_path=folder / "states.zarr",

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import tiny_train_settings
 from workflow_helpers import (
     assert_same_results,
     make_workdir,
@@ -46,14 +47,14 @@ BASE = {
         }
     },
     "trainings": {
-        "short": {
-            "n_replicates": 2,
-            "n_batches": 10,
-            "batch_size": 4,
-            "validation": {"every": 5},
-            "log": {"every": 5},
-            "checkpoint": {"every": 5},
-        }
+        "short": tiny_train_settings(
+            n_replicates=2,
+            n_batches=10,
+            batch_size=4,
+            validation={"every": 5},
+            log={"every": 5},
+            checkpoint={"every": 5},
+        )
     },
     "experiments": {
         "same": experiment(),
@@ -163,7 +164,9 @@ def fresh_results(config: dict, root: Path) -> None:
         if name not in EVALUATED:
             continue
         mfp.evaluate_experiment(
-            exp,
+            exp.name,
+            task=exp.task,
+            seed=exp.seed,
             model_path=results / name / "model",
             eval_path=results / "trials" / exp.dataset / "eval.zarr",
             states_path=results / name / "states.zarr",
@@ -212,6 +215,17 @@ def test_the_dry_run_reason_names_the_changed_settings(edited):
     assert "model.plant.mass=1.5" in reason
     assert "training.checkpoint" not in reason and "training.log" not in reason
     assert "jax_cache" not in reason
+
+
+def test_the_jobs_that_ran_after_the_edit_read_the_edited_run_settings(edited):
+    """Settings that change how a job runs, not what it makes, reach the job through
+    its `run` resource: every retrained experiment wrote TensorBoard events (switched
+    on by the edit), the one that did not rerun none."""
+    workdir, *_ = edited
+    results = workdir / "results"
+    for name in EDITS:
+        assert list((results / name / "tensorboard").rglob("events.out.tfevents.*")), name
+    assert not (results / "same" / "tensorboard").exists()
 
 
 def test_every_rerun_output_equals_a_fresh_run_of_the_edited_config(edited, tmp_path):

@@ -10,24 +10,27 @@ cells (``_cells``, `CELLS`), plants (``_plant``, `PLANTS`), perturbations
 (``_perturb``, `PERTURBATIONS`), tasks (``_task``, `TASKS`), loss terms (``_losses``,
 `LOSS_TERMS`), learning rules (``_training/rules``, `LEARNING_RULES`), weight
 constraints (``_training/constraints``, `CONSTRAINTS`) and update rules
-(``_training/update_rules``, `UPDATE_RULES`). Adding a member to any of them is four
-files: its module, its line in the registry, its row in config/README.md and its tests
-(then ``python -m motorflow schema`` regenerates workflow/schemas/config.schema.yaml).
+(``_training/update_rules``, `UPDATE_RULES`), reach metrics (``_metrics``, `METRICS`)
+and hidden-state analyses (``_analysis``, `ANALYSES`). Adding a member to any of them
+is four files: its module, its line in the registry, its row in config/README.md and
+its tests (then ``python -m motorflow schema`` regenerates
+workflow/schemas/config.schema.yaml). An analysis adds a fifth, its figure's caption
+(workflow/report/<name>.rst); the workflow draws its figure from the registry.
 A perturbation with a new kind of effect, or a learning rule that needs a new rollout
 hook, also touches the loop (``_model/_loop.py``: ``Effects``, :class:`RolloutOptions`).
 """
 
-from ._analysis._config import (
-    AnalysisConfig,
-    FixedPointsConfig,
-    PCAConfig,
-    StatisticsConfig,
-    TuningConfig,
+from ._analysis._base import AbstractAnalysis, AnalysisInputs
+from ._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
+from ._analysis._fixed_points import (
+    FixedPointsAnalysis,
+    find_fixed_points,
+    sample_starts,
+    steady_inputs,
 )
-from ._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
-from ._analysis._pca import hidden_pca
+from ._analysis._pca import PCAAnalysis, hidden_pca
 from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
-from ._analysis._tuning import directional_tuning
+from ._analysis._tuning import TuningAnalysis, directional_tuning
 from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._config import (
     ConfigError,
@@ -66,7 +69,7 @@ from ._losses import (
     loss_terms,
     total_loss,
 )
-from ._metrics import metrics_table, reach_metrics
+from ._metrics import METRICS, AbstractMetric, metrics_table, reach_metrics
 from ._model._ensemble import (
     build_model,
     make_ensemble,
@@ -140,24 +143,29 @@ from ._training.rules import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EP
 from ._training.update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
 
 __all__ = [
+    "ANALYSES",
     "BPTT",
     "CELLS",
     "CONSTRAINTS",
     "LEARNING_RULES",
     "LOSS_TERMS",
+    "METRICS",
     "PERTURBATIONS",
     "PLANTS",
     "RLS",
     "TASKS",
     "UPDATE_RULES",
+    "AbstractAnalysis",
     "AbstractCell",
     "AbstractConstraint",
     "AbstractLearningRule",
     "AbstractLossTerm",
+    "AbstractMetric",
     "AbstractPerturbation",
     "AbstractPlant",
     "AbstractUpdateRule",
     "AnalysisConfig",
+    "AnalysisInputs",
     "ArmConfig",
     "BatchRecords",
     "BatchSchedule",
@@ -180,7 +188,7 @@ __all__ = [
     "FeedbackConfig",
     "FeedbackOffset",
     "FinalVelocityTerm",
-    "FixedPointsConfig",
+    "FixedPointsAnalysis",
     "ForcePulse",
     "ForeignFilesError",
     "GRUCell",
@@ -195,7 +203,7 @@ __all__ = [
     "NetworkConfig",
     "NonFiniteLossError",
     "OptimizerConfig",
-    "PCAConfig",
+    "PCAAnalysis",
     "PlantConfig",
     "PointMass",
     "PointMassConfig",
@@ -220,7 +228,7 @@ __all__ = [
     "TrialGeometry",
     "Trials",
     "TruncatedBPTT",
-    "TuningConfig",
+    "TuningAnalysis",
     "TwoLinkArm",
     "UpdateRules",
     "VanillaCell",

@@ -15,6 +15,7 @@ rule analysis:
     threads: stage_threads("analysis")
     resources:
         **job_resources("analysis"),
+        run=run_settings("analysis", "experiment"),
     params:
         **setting_params("analysis", "experiment"),
     script:
@@ -22,28 +23,22 @@ rule analysis:
 
 
 rule analysis_figures:
-    """Hidden-state PCA trajectories, fixed points and preferred directions of one experiment."""
+    """The hidden-state analyses' figures of one experiment (by default PCA trajectories,
+    fixed points and preferred directions)."""
     input:
         analysis=rules.analysis.output[0],
+    # One figure per analysis of the registry (motorflow.ANALYSES), captioned by
+    # workflow/report/<name>.rst.
     output:
-        pca=report(
-            f"{RESULTS}/figures/{{experiment}}/pca.{EXT}",
-            caption="../report/pca.rst",
-            category="Hidden states",
-            subcategory="{experiment}",
-        ),
-        fixed_points=report(
-            f"{RESULTS}/figures/{{experiment}}/fixed_points.{EXT}",
-            caption="../report/fixed_points.rst",
-            category="Hidden states",
-            subcategory="{experiment}",
-        ),
-        tuning=report(
-            f"{RESULTS}/figures/{{experiment}}/tuning.{EXT}",
-            caption="../report/tuning.rst",
-            category="Hidden states",
-            subcategory="{experiment}",
-        ),
+        **{
+            name: report(
+                f"{RESULTS}/figures/{{experiment}}/{name}.{EXT}",
+                caption=f"../report/{name}.rst",
+                category="Hidden states",
+                subcategory="{experiment}",
+            )
+            for name in ANALYSIS_FIGURES
+        },
     log:
         f"{RESULTS}/logs/figures/analysis-{{experiment}}.log",
     threads: stage_threads("figures")

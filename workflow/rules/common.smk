@@ -101,6 +101,17 @@ def setting_params(rule, wildcard=None):
     }
 
 
+# How each JAX job runs beside what it makes (checkpoint cadence, compilation cache):
+# its `run` resource. Snakemake never reruns a job for a resource, so editing these
+# reruns nothing; the job reads everything else from its params.
+JOB_RUN_SETTINGS = mfp.job_run_settings(SETTINGS, EXPERIMENTS)
+
+
+def run_settings(rule, wildcard):
+    """The rule's `run` resource: each job's run settings as canonical JSON text."""
+    return lambda wildcards: mfp.canonical_json(JOB_RUN_SETTINGS[(rule, wildcards[wildcard])])
+
+
 def dataset_of(wildcards):
     return EXPERIMENTS[wildcards.experiment].dataset
 
@@ -148,8 +159,8 @@ def experiment_figures(experiment):
     ]
 
 
-# The hidden-state analyses' figures of every experiment.
-ANALYSIS_FIGURES = ("pca", "fixed_points", "tuning")
+# The hidden-state analyses' figures of every experiment: one per registered analysis.
+ANALYSIS_FIGURES = tuple(mf.ANALYSES)
 
 
 def all_figures():

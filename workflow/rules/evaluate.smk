@@ -15,6 +15,7 @@ rule evaluate:
     threads: stage_threads("evaluate")
     resources:
         **job_resources("evaluate"),
+        run=run_settings("evaluate", "experiment"),
     params:
         **setting_params("evaluate", "experiment"),
     script:

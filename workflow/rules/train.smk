@@ -21,9 +21,9 @@ rule train:
     threads: stage_threads("train")
     resources:
         **job_resources("train"),
-    # Exactly the settings the trained result depends on: the checkpoint cadence,
-    # the cache directory and the job's resources are read from the config by the
-    # script, so editing them reruns nothing.
+        run=run_settings("train", "experiment"),
+    # Exactly the settings the trained result depends on; the checkpoint cadence and
+    # the cache directory are in the `run` resource, so editing them reruns nothing.
     params:
         **setting_params("train", "experiment"),
     script:

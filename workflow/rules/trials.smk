@@ -8,6 +8,7 @@ rule trials:
     threads: stage_threads("trials")
     resources:
         **job_resources("trials"),
+        run=run_settings("trials", "dataset"),
     params:
         **setting_params("trials", "dataset"),
     script:

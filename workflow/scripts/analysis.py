@@ -3,15 +3,19 @@
 import motorflow as mf
 import motorflow.pipeline as mfp
 
-config = snakemake.config
+settings = mfp.parse_setting_params(snakemake.params)
+run = mfp.parse_run_settings(snakemake.resources.run)
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
-    mfp.enable_compilation_cache(config["jax_cache_dir"])
+    mfp.enable_compilation_cache(run["jax_cache_dir"])
     mfp.analyse_experiment(
-        mfp.resolve_experiment(config, snakemake.wildcards.experiment),
+        snakemake.wildcards.experiment,
+        task=mf.TaskConfig.from_dict(settings["task"], "task"),
+        seed=settings["seed"],
         model_path=snakemake.input.model,
         eval_path=snakemake.input.eval,
         states_path=snakemake.input.states,
         analysis_path=snakemake.output[0],
-        options=mf.AnalysisConfig.from_dict(config["analysis"], "analysis"),
+        # Without `replicate`, which only the figures read.
+        options=mf.AnalysisConfig.from_dict(settings["analysis"], "analysis"),
     )

@@ -6,6 +6,6 @@ with mfp.stage_logging(snakemake.log[0]):
     mfp.arm_figure(
         states_path=snakemake.input.states,
         figure_path=snakemake.output[0],
-        options=snakemake.config["figures"],
+        options=mfp.parse_setting_params(snakemake.params)["figures"],
         title=snakemake.wildcards.experiment,
     )

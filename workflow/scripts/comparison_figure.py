@@ -9,5 +9,5 @@ with mfp.stage_logging(snakemake.log[0]):
         metrics_paths=snakemake.input.metrics,
         summary_path=snakemake.input.summary,
         output_path=snakemake.output[0],
-        options=snakemake.config["figures"],
+        options=mfp.parse_setting_params(snakemake.params)["figures"],
     )

@@ -2,16 +2,19 @@
 
 import motorflow.pipeline as mfp
 
-config = snakemake.config
+task, seed, evaluation = mfp.evaluate_job_settings(snakemake.params)
+run = mfp.parse_run_settings(snakemake.resources.run)
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
-    mfp.enable_compilation_cache(config["jax_cache_dir"])
+    mfp.enable_compilation_cache(run["jax_cache_dir"])
     mfp.evaluate_experiment(
-        mfp.resolve_experiment(config, snakemake.wildcards.experiment),
+        snakemake.wildcards.experiment,
+        task=task,
+        seed=seed,
         model_path=snakemake.input.model,
         eval_path=snakemake.input.eval,
         states_path=snakemake.output.states,
         metrics_path=snakemake.output.metrics,
         table_path=snakemake.output.table,
-        evaluation=mfp.EvaluationConfig.from_dict(config["evaluation"], "evaluation"),
+        evaluation=evaluation,
     )

@@ -9,6 +9,6 @@ with mfp.stage_logging(snakemake.log[0]):
         loss_path=snakemake.output.loss,
         trajectories_path=snakemake.output.trajectories,
         speed_path=snakemake.output.speed,
-        options=snakemake.config["figures"],
+        options=mfp.parse_setting_params(snakemake.params)["figures"],
         title=snakemake.wildcards.experiment,
     )

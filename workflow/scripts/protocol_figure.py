@@ -10,6 +10,6 @@ with mfp.stage_logging(snakemake.log[0]):
         figure_path=snakemake.output.figure,
         table_path=snakemake.output.table,
         metric=protocol["metric"],
-        options=snakemake.config["figures"],
+        options=mfp.parse_setting_params(snakemake.params)["figures"],
         title=snakemake.wildcards.protocol,
     )

@@ -12,6 +12,6 @@ with mfp.stage_logging(snakemake.log[0]):
         summary_path=snakemake.input.summary,
         figure_path=snakemake.output[0],
         metrics=sweep["metrics"],
-        options=snakemake.config["figures"],
+        options=mfp.parse_setting_params(snakemake.params)["figures"],
         title=f"sweep {name}",
     )

@@ -4,15 +4,18 @@ from pathlib import Path
 
 import motorflow.pipeline as mfp
 
-config = snakemake.config
+# What the result depends on comes from the params; how the job runs (checkpoint
+# cadence, compilation cache) from its `run` resource, which decides no rerun.
+run = mfp.parse_run_settings(snakemake.resources.run)
+experiment = mfp.train_job_experiment(snakemake.wildcards.experiment, snakemake.params, run)
 with mfp.stage_logging(snakemake.log[0]):
     # One XLA CPU device per thread (the trainer spreads the replicates over them);
     # the GPUs the job asked for, claimed so that concurrent jobs never share one.
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
-    mfp.enable_compilation_cache(config["jax_cache_dir"])
+    mfp.enable_compilation_cache(run["jax_cache_dir"])
     model_path = Path(snakemake.output.model)
     mfp.train_experiment(
-        mfp.resolve_experiment(config, snakemake.wildcards.experiment),
+        experiment,
         trials_path=snakemake.input.trials,
         eval_path=snakemake.input.eval,
         model_path=model_path,

@@ -2,9 +2,10 @@
 
 import motorflow.pipeline as mfp
 
+run = mfp.parse_run_settings(snakemake.resources.run)
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
-    mfp.enable_compilation_cache(snakemake.config["jax_cache_dir"])
+    mfp.enable_compilation_cache(run["jax_cache_dir"])
     mfp.make_trials(
         # The params are the dataset's settings, one "key=value" each.
         mfp.parse_setting_params(snakemake.params),

@@ -9,8 +9,9 @@ linearise the update at the points found.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -19,9 +20,17 @@ import numpy as np
 import optax
 import xarray as xr
 from jaxtyping import Array, Float, PRNGKeyArray
+from pydantic import Field
 
 from .._cells import AbstractCell
+from .._config_base import NonNegativeNumber, PositiveInt, PositiveNumber
 from .._task import CenterOut, Task
+from ._base import AbstractAnalysis, AnalysisInputs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+logger = logging.getLogger("motorflow")
 
 
 def steady_inputs(task: Task, center_out: CenterOut | None = None) -> Float[Array, "trial input"]:
@@ -213,3 +222,56 @@ def find_fixed_points(
             "distinct_tolerance": distinct_tolerance,
         },
     )
+
+
+class FixedPointsAnalysis(AbstractAnalysis):
+    """The search for fixed and slow points of the trained network (Sussillo & Barak 2013)."""
+
+    NAME: ClassVar[str] = "fixed_points"
+
+    n_starts: Annotated[PositiveInt, Field(le=4096)] = Field(
+        16, description="starting states per steady input, sampled on the hidden trajectories"
+    )
+    start_noise: NonNegativeNumber = Field(
+        0.05, description="noise added to each start, as a fraction of the hidden states' std"
+    )
+    steps: Annotated[PositiveInt, Field(le=1_000_000)] = Field(
+        5000, description="Adam steps minimising the hidden state's speed"
+    )
+    learning_rate: PositiveNumber = 0.02
+    tolerance: PositiveNumber = Field(
+        1e-8, description="a point whose speed 0.5*|F(h)-h|^2 ends below this is fixed"
+    )
+    distinct_tolerance: PositiveNumber = Field(
+        1e-3, description="fixed points closer than this (Euclidean) count as one"
+    )
+
+    def run(self, inputs: AnalysisInputs) -> xr.Dataset:
+        states = inputs.states
+        starts = sample_starts(
+            states, n_starts=self.n_starts, noise=self.start_noise, key=inputs.key
+        )
+        fixed_points = find_fixed_points(
+            inputs.ensemble,
+            steady_inputs(inputs.task, inputs.center_out),
+            starts,
+            steps=self.steps,
+            learning_rate=self.learning_rate,
+            tolerance=self.tolerance,
+            distinct_tolerance=self.distinct_tolerance,
+            coords={"goal_angle": states.goal_angle, "goal_distance": states.goal_distance},
+        )
+        found = fixed_points.converged & fixed_points.distinct
+        logger.info(
+            "Fixed points: %d distinct found, %d of them stable",
+            int(found.sum()),
+            int((found & fixed_points.stable).sum()),
+        )
+        return fixed_points
+
+    @classmethod
+    def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
+        """The fixed points on the plane of the replicate's principal components."""
+        from .._figures import plot_fixed_points
+
+        return plot_fixed_points(analysis, analysis, replicate=replicate, title=title)

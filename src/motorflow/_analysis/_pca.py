@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
 import numpy as np
 import xarray as xr
+from pydantic import Field
+
+from .._config_base import PositiveInt
+from ._base import AbstractAnalysis, AnalysisInputs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def _principal_components(
@@ -89,3 +98,22 @@ def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
         coords={**hidden.coords, "pc": np.arange(1, n_components + 1)},
         attrs=dict(states.attrs),
     )
+
+
+class PCAAnalysis(AbstractAnalysis):
+    """Principal components of the hidden trajectories, per replicate and condition."""
+
+    NAME: ClassVar[str] = "pca"
+
+    n_components: Annotated[PositiveInt, Field(le=100)] = Field(
+        3, description="components kept (at most the hidden size)"
+    )
+
+    def run(self, inputs: AnalysisInputs) -> xr.Dataset:
+        return hidden_pca(inputs.states, n_components=self.n_components)
+
+    @classmethod
+    def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
+        from .._figures import plot_pca_trajectories
+
+        return plot_pca_trajectories(analysis, replicate=replicate, title=title)

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, ClassVar
+
 import numpy as np
 import xarray as xr
+from pydantic import Field
+
+from .._config_base import PositiveNumber
+from ._base import AbstractAnalysis, AnalysisInputs
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def movement_activity(states: xr.Dataset, *, speed_threshold: float) -> xr.DataArray:
@@ -88,3 +97,23 @@ def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Data
         coords=coords,
         attrs={**states.attrs, "speed_threshold": speed_threshold},
     )
+
+
+class TuningAnalysis(AbstractAnalysis):
+    """Directional tuning: a cosine fit of each unit's activity during movement."""
+
+    NAME: ClassVar[str] = "tuning"
+
+    speed_threshold: Annotated[PositiveNumber, Field(lt=1)] = Field(
+        0.2, description="movement: the steps at or above this fraction of the peak speed"
+    )
+
+    def run(self, inputs: AnalysisInputs) -> xr.Dataset:
+        return directional_tuning(inputs.states, speed_threshold=self.speed_threshold)
+
+    @classmethod
+    def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
+        """Every replicate's preferred directions (`replicate` plays no part)."""
+        from .._figures import plot_tuning
+
+        return plot_tuning(analysis, title=title)

@@ -11,21 +11,14 @@ from typing import Any
 import jax
 import xarray as xr
 
-from .._analysis._config import AnalysisConfig, StatisticsConfig
-from .._analysis._fixed_points import find_fixed_points, sample_starts, steady_inputs
-from .._analysis._pca import hidden_pca
+from .._analysis._base import AnalysisInputs
+from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
 from .._analysis._statistics import replicate_values, summarise, summary_table
-from .._analysis._tuning import directional_tuning
-from .._figures import (
-    plot_comparison,
-    plot_fixed_points,
-    plot_pca_trajectories,
-    plot_sweep,
-    plot_tuning,
-)
+from .._config import TaskConfig
+from .._figures import plot_comparison, plot_sweep
 from .._model._saved_ensembles import load_ensemble
 from .._task import Task
-from ._experiments import Experiment, experiment_keys
+from ._experiments import experiment_keys
 from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset
 
@@ -33,85 +26,59 @@ logger = logging.getLogger("motorflow")
 
 
 def analyse_experiment(
-    experiment: Experiment,
+    name: str,
     *,
+    task: TaskConfig,
+    seed: int,
     model_path: Path,
     eval_path: Path,
     states_path: Path,
     analysis_path: Path,
     options: AnalysisConfig,
 ) -> None:
-    """PCA of the hidden trajectories, the network's fixed points under each reach's
-    steady input, and each unit's directional tuning, into one store.
+    """Every analysis of `ANALYSES` (by default the PCA of the hidden trajectories, the
+    network's fixed points under each reach's steady input, and each unit's
+    directional tuning) of experiment `name`, with its settings in `options`, into one
+    store.
 
-    The fixed points are those of the model that was evaluated (`model_path`); their
-    search starts from states sampled on its trajectories with the experiment's
-    ``analysis`` key.
+    The analyses read the model that was evaluated (`model_path`), its states, the
+    `task` with its evaluated reaches, and the ``analysis`` key of the experiment's
+    `seed` (e.g. where the fixed-point search starts).
     """
-    states = read_states(states_path)
-    ensemble, _ = load_ensemble(model_path)
-    task = Task(experiment.task)
-    center_out = read_center_out(eval_path)
-    settings = options.fixed_points
-    starts = sample_starts(
-        states,
-        n_starts=settings.n_starts,
-        noise=settings.start_noise,
-        key=experiment_keys(experiment.seed)["analysis"],
+    inputs = AnalysisInputs(
+        states=read_states(states_path),
+        ensemble=load_ensemble(model_path)[0],
+        task=Task(task),
+        center_out=read_center_out(eval_path),
+        key=experiment_keys(seed)["analysis"],
     )
-    fixed_points = find_fixed_points(
-        ensemble,
-        steady_inputs(task, center_out),
-        starts,
-        steps=settings.steps,
-        learning_rate=settings.learning_rate,
-        tolerance=settings.tolerance,
-        distinct_tolerance=settings.distinct_tolerance,
-        coords={"goal_angle": states.goal_angle, "goal_distance": states.goal_distance},
-    )
-    n_found = int((fixed_points.converged & fixed_points.distinct).sum())
-    n_stable = int((fixed_points.converged & fixed_points.distinct & fixed_points.stable).sum())
-    logger.info("Fixed points: %d distinct found, %d of them stable", n_found, n_stable)
     analysis = xr.merge(
-        [
-            hidden_pca(states, n_components=options.pca.n_components),
-            fixed_points,
-            directional_tuning(states, speed_threshold=options.tuning.speed_threshold),
-        ],
+        [analysis.run(inputs) for analysis in options.analyses.values()],
         combine_attrs="drop",
     )
-    analysis.attrs = json_attrs({"experiment": experiment.name, "analysis": options.to_dict()})
+    analysis.attrs = json_attrs({"experiment": name, "analysis": options.to_dict()})
     write_dataset(analysis, analysis_path)
 
 
 def analysis_figures(
     *,
     analysis_path: Path,
-    pca_path: Path,
-    fixed_points_path: Path,
-    tuning_path: Path,
+    figure_paths: Mapping[str, Path],
     replicate: int,
     options: Mapping[str, Any],
     title: str = "",
 ) -> None:
-    """The PCA trajectories and fixed points of one replicate, and every replicate's
-    preferred directions."""
+    """Each analysis's figure (`figure_paths`: a path per name of `ANALYSES`), of one
+    replicate where the figure draws one."""
     analysis = open_dataset(analysis_path)
     if replicate >= analysis.sizes["replicate"]:
         raise ValueError(
             f"analysis.replicate is {replicate}, but the experiment has "
             f"{analysis.sizes['replicate']} replicates (0 to {analysis.sizes['replicate'] - 1})"
         )
-    dpi = options["dpi"]
-    save_figure(
-        plot_pca_trajectories(analysis, replicate=replicate, title=title), pca_path, dpi=dpi
-    )
-    save_figure(
-        plot_fixed_points(analysis, analysis, replicate=replicate, title=title),
-        fixed_points_path,
-        dpi=dpi,
-    )
-    save_figure(plot_tuning(analysis, title=title), tuning_path, dpi=dpi)
+    for name, path in figure_paths.items():
+        figure = ANALYSES[name].figure(analysis, replicate=replicate, title=title)
+        save_figure(figure, path, dpi=options["dpi"])
 
 
 def _replicate_values(

@@ -140,6 +140,28 @@ class Experiment:
             reset_optimizer=data.get("reset_optimizer", True),
         )
 
+    @classmethod
+    def from_train_settings(
+        cls, name: str, settings: Mapping[str, Any], resume_only: Mapping[str, Any]
+    ) -> Experiment:
+        """The experiment of :meth:`train_settings` (as a train job's params give them)
+        and the training keys that shape only the resume state and the log
+        (`RESUME_ONLY_KEYS`, from the job's run settings).
+
+        The task's block name is not among the settings (the trial store's path
+        carries it), so `task_name` is empty.
+        """
+        return cls(
+            name=name,
+            task_name="",
+            task=TaskConfig.from_dict(settings["task"], "task"),
+            model=ModelConfig.from_dict(settings["model"], "model"),
+            train=TrainConfig.from_dict({**settings["training"], **resume_only}, "training"),
+            seed=settings["seed"],
+            init_from=settings.get("init_from"),
+            reset_optimizer=settings.get("reset_optimizer", True),
+        )
+
 
 def experiment_keys(seed: int) -> dict[str, jax.Array]:
     """The experiment's independent random streams, each ``fold_in(key(seed), i)``:

@@ -6,18 +6,19 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .._config import ModelConfig
+from .._config import RESUME_ONLY_KEYS, ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
 from .._plant import ArmConfig
 from ._experiments import Experiment
-from ._workflow_config import WorkflowConfig
+from ._workflow_config import EvaluationConfig, WorkflowConfig
 
 JobKey = tuple[str, str]
 
 
 def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings as ``{"a.b.c": leaf}`` (lists are leaves), in sorted key order."""
-    if not isinstance(value, Mapping):
+    """Nested mappings as ``{"a.b.c": leaf}`` (lists and empty mappings are leaves), in
+    sorted key order; :func:`parse_setting_params` nests them back."""
+    if not isinstance(value, Mapping) or (prefix and not value):
         return {prefix: value}
     flat: dict[str, Any] = {}
     for key in sorted(value):
@@ -159,3 +160,59 @@ def parse_setting_params(params: Any) -> dict[str, Any]:
             node = node.setdefault(key, {})
         node[last] = json.loads(value)
     return nested
+
+
+# The rules whose jobs run JAX (and so use the compilation cache).
+JAX_RULES = ("trials", "train", "evaluate", "analysis")
+
+
+def job_run_settings(
+    config: WorkflowConfig, experiments: Mapping[str, Experiment]
+) -> dict[JobKey, dict[str, Any]]:
+    """How each job runs, beside what it makes: per JAX job the compilation cache's
+    folder, and per train job the training settings that shape only its resume state
+    and its log (`RESUME_ONLY_KEYS`: checkpoint cadence, checkpoints kept, progress
+    lines, TensorBoard).
+
+    A job reads these from its ``run`` resource. Snakemake never reruns a job because
+    a resource changed, so editing them reruns nothing, as editing `threads` does not;
+    everything a job makes depends on is in its params (:func:`job_settings`).
+    """
+    cache = {"jax_cache_dir": config.jax_cache_dir}
+    settings: dict[JobKey, dict[str, Any]] = {}
+    for name, experiment in experiments.items():
+        training = experiment.train.to_dict()
+        settings[("trials", experiment.dataset)] = cache
+        settings[("train", name)] = {
+            **cache,
+            "training": {key: training[key] for key in RESUME_ONLY_KEYS},
+        }
+        settings[("evaluate", name)] = cache
+        settings[("analysis", name)] = cache
+    return settings
+
+
+def parse_run_settings(text: str) -> dict[str, Any]:
+    """A job's run settings back from its ``run`` resource (canonical JSON text)."""
+    return json.loads(text)
+
+
+def train_job_experiment(name: str, params: Any, run: Mapping[str, Any]) -> Experiment:
+    """The experiment a train job trains: its params' settings
+    (:meth:`Experiment.train_settings`) with its run settings' resume-only training keys.
+    """
+    settings = parse_setting_params(params)
+    return Experiment.from_train_settings(name, settings, run["training"])
+
+
+def evaluate_job_settings(params: Any) -> tuple[TaskConfig, int, EvaluationConfig]:
+    """An evaluate job's task, seed and evaluation settings, read from its params (the
+    conditions in their config order, which flattening the settings had sorted)."""
+    settings = parse_setting_params(params)
+    evaluation = settings["evaluation"]
+    conditions = {name: evaluation["conditions"][name] for name in settings["condition_order"]}
+    return (
+        TaskConfig.from_dict(settings["task"], "task"),
+        settings["seed"],
+        EvaluationConfig.from_dict({**evaluation, "conditions": conditions}, "evaluation"),
+    )

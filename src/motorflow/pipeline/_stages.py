@@ -205,8 +205,10 @@ def train_experiment(
 
 
 def evaluate_experiment(
-    experiment: Experiment,
+    name: str,
     *,
+    task: TaskConfig,
+    seed: int,
     model_path: Path,
     eval_path: Path,
     states_path: Path,
@@ -215,7 +217,8 @@ def evaluate_experiment(
     evaluation: EvaluationConfig,
 ) -> None:
     """Run the trained ensemble (final or best, as `model_path` holds) on the center-out
-    reaches in each of the `evaluation` conditions; write states and metrics.
+    reaches of experiment `name` (its `task`, its `seed`'s streams) in each of the
+    `evaluation` conditions; write states and metrics.
 
     Both carry the coord ``diverged_at (replicate)`` (-1: trained to the end). A
     replicate that diverged is evaluated at its frozen parameters, but in the final
@@ -226,12 +229,11 @@ def evaluate_experiment(
     training = load_training_record(model_path)
     n = n_replicates(ensemble)
     diverged_at = np.asarray(training.get("diverged_at", [-1] * n), np.int64)
-    task = Task(experiment.task)
-    keys = experiment_keys(experiment.seed)
+    keys = experiment_keys(seed)
     center_out = read_center_out(eval_path)
     states = evaluate(
         ensemble,
-        task,
+        Task(task),
         model_config,
         key=keys["evaluate"],
         # The stored set carries the training perturbations (for validation): not here.
@@ -239,8 +241,8 @@ def evaluate_experiment(
         conditions=evaluation.conditions,
         conditions_key=keys["conditions"],
         attrs={
-            "experiment": experiment.name,
-            "seed": experiment.seed,
+            "experiment": name,
+            "seed": seed,
             "parameters": training.get("parameters", "final"),
         },
     ).assign_coords(diverged_at=("replicate", diverged_at))

@@ -1,0 +1,52 @@
+"""The hidden-state analysis interface: a config block (its settings) that computes one
+part of an experiment's analysis store from what :class:`AnalysisInputs` holds, and
+draws its figure from that store."""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import xarray as xr
+from jaxtyping import PRNGKeyArray
+
+from .._config_base import Block
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from .._task import CenterOut, Task
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisInputs:
+    """What the analyses of one experiment read: its evaluated `states`, the `ensemble`
+    that was evaluated, its `task` with the `center_out` reaches evaluated, and the
+    experiment's ``analysis`` random `key`."""
+
+    states: xr.Dataset
+    ensemble: Any
+    task: Task
+    center_out: CenterOut
+    key: PRNGKeyArray
+
+
+class AbstractAnalysis(Block):
+    """One named analysis: its settings under the config's `analysis`, the variables it
+    adds to ``analysis.zarr`` and the figure it draws from them
+    (``figures/<experiment>/<NAME>.<format>``)."""
+
+    # The analysis's name: its key under `analysis` and its figure's file name.
+    NAME: ClassVar[str]
+
+    @abc.abstractmethod
+    def run(self, inputs: AnalysisInputs) -> xr.Dataset:
+        """The analysis's variables (dims led by `replicate`)."""
+        raise NotImplementedError
+
+    @classmethod
+    @abc.abstractmethod
+    def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
+        """The figure of one replicate (or of all) drawn from the whole analysis store."""
+        raise NotImplementedError

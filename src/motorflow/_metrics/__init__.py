@@ -1,0 +1,82 @@
+"""Reach metrics: named, unit-carrying quantities of each evaluated trial.
+
+Each metric is an :class:`AbstractMetric` (its name, its unit and how it is computed
+from the trial's :class:`Reach` geometry); `METRICS` registers them by name, in the
+order of the metrics store and tables, and the config's metric choices (sweeps,
+protocols, summary) read it. Adding a metric is its class (in the module of its
+quantity, or its own), its entry in `METRICS`, its row in config/README.md and its
+tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import xarray as xr
+
+from ._base import AbstractMetric, Reach
+from ._compute import compute_metrics, metrics_table
+from ._endpoint import EndpointError, FinalSpeed
+from ._movement_time import MovementTime
+from ._path import InitialAngleError, MaxDisplacement, MaxLateralDeviation, PathLengthRatio
+from ._speed import OnsetTime, PeakSpeed, ReactionTime
+
+METRICS: dict[str, AbstractMetric] = {
+    metric.NAME: metric
+    for metric in (
+        EndpointError(),
+        FinalSpeed(),
+        PeakSpeed(),
+        MovementTime(),
+        MaxLateralDeviation(),
+        InitialAngleError(),
+        PathLengthRatio(),
+        MaxDisplacement(),
+        OnsetTime(),
+        ReactionTime(),
+    )
+}
+
+# Each metric's unit, by name.
+METRIC_UNITS = {name: metric.UNITS for name, metric in METRICS.items()}
+
+
+def reach_metrics(
+    states: xr.Dataset,
+    *,
+    goal_radius: float = 0.05,
+    initial_fraction: float = 0.2,
+    onset_fraction: float = 0.1,
+    metrics: Iterable[str] | None = None,
+) -> xr.Dataset:
+    """Every metric of `METRICS` (or those named in `metrics`) of each trial of `states`;
+    see :func:`compute_metrics`."""
+    chosen = [METRICS[name] for name in (METRICS if metrics is None else metrics)]
+    return compute_metrics(
+        states,
+        chosen,
+        goal_radius=goal_radius,
+        initial_fraction=initial_fraction,
+        onset_fraction=onset_fraction,
+    )
+
+
+__all__ = [
+    "METRICS",
+    "METRIC_UNITS",
+    "AbstractMetric",
+    "EndpointError",
+    "FinalSpeed",
+    "InitialAngleError",
+    "MaxDisplacement",
+    "MaxLateralDeviation",
+    "MovementTime",
+    "OnsetTime",
+    "PathLengthRatio",
+    "PeakSpeed",
+    "Reach",
+    "ReactionTime",
+    "compute_metrics",
+    "metrics_table",
+    "reach_metrics",
+]

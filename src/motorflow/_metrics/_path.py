@@ -1,0 +1,63 @@
+"""The shape of the path: how far it strays from the straight reach, and how long it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ._base import AbstractMetric, Reach, at_first, cross, dot, norm
+
+
+class MaxLateralDeviation(AbstractMetric):
+    """The signed perpendicular distance (m) of the path from the straight
+    start-to-final-goal line, at the step where it is largest in magnitude; positive to
+    the left of the reach direction, negative to the right (a tie goes to the left)."""
+
+    NAME = "max_lateral_deviation"
+    UNITS = "m"
+
+    def compute(self, reach: Reach) -> xr.DataArray:
+        lateral = cross(reach.direction, reach.offset)
+        most_left = lateral.max("time", skipna=False)
+        most_right = lateral.min("time", skipna=False)
+        return xr.where(most_left >= -most_right, most_left, most_right)
+
+
+class InitialAngleError(AbstractMetric):
+    """The signed angle (rad) from the start-to-final-goal direction to the displacement
+    at the first step where it reaches `initial_fraction` of the start-to-goal distance;
+    counter-clockwise positive, in (-pi, pi]; NaN if never reached or any offset is NaN."""
+
+    NAME = "initial_angle_error"
+    UNITS = "rad"
+
+    def compute(self, reach: Reach) -> xr.DataArray:
+        offset, direction = reach.offset, reach.direction
+        threshold = reach.initial_fraction * reach.reach_length
+        first_offset = at_first(offset, norm(offset) >= threshold)
+        angle = np.arctan2(cross(direction, first_offset), dot(direction, first_offset))
+        angle = xr.where(angle == -np.pi, np.pi, angle)
+        return angle.where(offset.notnull().all(("time", "component")))
+
+
+class PathLengthRatio(AbstractMetric):
+    """The length of the path travelled over the straight start-to-final-goal distance
+    (1 for a straight reach that stops at the goal); NaN if any position is NaN."""
+
+    NAME = "path_length_ratio"
+    UNITS = "1"
+
+    def compute(self, reach: Reach) -> xr.DataArray:
+        path_length = norm(reach.pos.diff("time")).sum("time", skipna=False)
+        return path_length / reach.reach_length
+
+
+class MaxDisplacement(AbstractMetric):
+    """The largest distance (m) of the position from the start over the trial; in a
+    posture trial, how far a perturbation pushes the hand."""
+
+    NAME = "max_displacement"
+    UNITS = "m"
+
+    def compute(self, reach: Reach) -> xr.DataArray:
+        return norm(reach.offset).max("time", skipna=False)
