@@ -5,7 +5,11 @@ training, learning rules, analyses and figures. What runs the Snakemake workflow
 (stages, stores, job settings, devices, logging, the CLI) is :mod:`motorflow.pipeline`.
 
 Families of interchangeable parts are private sub-packages, each a small interface in
-``_base.py``, a module per member and a registry the config and its schema read:
+``_base.py``, a module per member and a registry the config and its schema read. Every
+member is chosen by its name in the config (a `kind`, or a key). A member that is a
+part of the model's pytree (a cell, a plant) is the Equinox module its config block
+builds; a metric, which has no settings, is a plain class; any other member is its
+config block itself, carrying its behaviour. The families:
 cells (``_cells``, `CELLS`), plants (``_plant``, `PLANTS`), perturbations
 (``_perturb``, `PERTURBATIONS`), tasks (``_task``, `TASKS`), loss terms (``_losses``,
 `LOSS_TERMS`), learning rules (``_training/rules``, `LEARNING_RULES`), weight

@@ -23,6 +23,11 @@ if threading.current_thread() is threading.main_thread():
 # The config files (--configfile, else the default) are read again by motorflow's
 # own loader, which refuses duplicate keys, aliases, tags and templating, and
 # reads 1e-3 as a number; `--config KEY=VALUE` overrides them as in Snakemake.
+# Each shipped config is whole, so a --configfile replaces the default rather than
+# extending it, which a `configfile:` directive would do (Snakemake merges the
+# directive's file under every --configfile, and --replace-workflow-config would
+# also drop it under a lone --config); so the paths come from the run's
+# ConfigSettings, the settings object of Snakemake's API.
 CONFIG_FILES = workflow.config_settings.configfiles or [Path("config/config.yaml")]
 try:
     loaded = {}
