@@ -1,4 +1,6 @@
-"""config/README.md documents every key of the typed config, with its real default."""
+"""config/README.md's key tables are generated from the typed config and the registries
+(`python -m motorflow docs`): they are current, every registered member of every family
+has its table, and every key of the typed config is a row with its real default."""
 
 from __future__ import annotations
 
@@ -10,158 +12,151 @@ from workflow_helpers import REPO
 
 import motorflow as mf
 import motorflow.pipeline as mfp
+from motorflow.pipeline._cli import main
+from motorflow.pipeline._config_docs import (
+    FAMILIES,
+    NO_KEYS,
+    SECTION,
+    DocsError,
+    render_readme,
+    sections,
+)
 
-DOC = (REPO / "config" / "README.md").read_text()
-# Each documented section and the typed config its table describes.
-SECTIONS = {
-    "## `tasks.<name>`": mf.TaskConfig,
-    "## `models.<name>`": mf.ModelConfig,
-    "## `trainings.<name>`": mf.TrainConfig,
-    "## Other sections": mfp.WorkflowConfig,
-}
+README = REPO / "config" / "README.md"
+DOC = README.read_text()
+GENERATED = {match["name"]: match["body"] for match in SECTION.finditer(DOC)}
+MEMBERS = [(family, kind) for family, (members, _) in FAMILIES.items() for kind in members]
 # Keys of WorkflowConfig documented in sections of their own (or as named blocks).
 ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "protocols", "resources")
 
 
-def table(heading: str) -> dict[str, str]:
-    """`key -> default` cells of the first table under `heading`."""
-    section = re.split(r"\n##+ ", DOC[DOC.index(heading) :])[0]
-    rows = re.findall(r"^\| `([^|]+?)` \| ([^|]+?) \|", section, flags=re.MULTILINE)
-    return {key.strip("`"): default.strip() for key, default in rows}
+def rows(section: str) -> dict[str, str]:
+    """`key -> default` cells of a generated section of config/README.md."""
+    found = re.findall(r"^\| `([^|]+?)` \| ([^|]+?) \|", GENERATED[section], flags=re.MULTILINE)
+    return dict(found)
 
 
-def pattern(row: str) -> str:
-    """A documented key as a pattern: ``<term>`` and ``<name>`` stand for any name."""
-    return (
-        re.escape(row)
-        .replace(re.escape("<term>"), "[a-z_]+")
-        .replace(re.escape("<name>"), "[A-Za-z0-9_-]+")
-        .replace(re.escape("<schedule>"), "(validation|log|checkpoint)")
+def check_documented(settings: dict[str, object], table: dict[str, str], what: str) -> None:
+    """Each flattened setting is a row (or below one, e.g. a schedule's keys) with its
+    default."""
+    for key, value in settings.items():
+        row = next((r for r in table if key == r or key.startswith(f"{r}.")), None)
+        assert row, f"{what}: {key} is in no row of config/README.md"
+        if row == key and table[row].startswith("`"):
+            assert yaml.safe_load(table[row].strip("`")) == value, f"{what}.{key}: {table[row]}"
+
+
+def test_generated_sections_are_current():
+    wanted = sections()
+    stale = [name for name, body in wanted.items() if GENERATED.get(name) != body]
+    assert not stale, f"config/README.md is stale in {stale}: run python -m motorflow docs"
+    assert render_readme(DOC) == DOC
+    assert main(["docs", "--check", "--readme", str(README)]) == 0
+
+
+@pytest.mark.parametrize(("family", "kind"), MEMBERS)
+def test_each_registered_member_has_its_table(family, kind):
+    name = f"{family}.{kind}"
+    assert name in GENERATED, f"config/README.md has no <!-- generated: {name} --> section"
+    before = DOC[: DOC.index(f"<!-- generated: {name} -->")]
+    assert re.findall(r"^#+ (.*)$", before, flags=re.MULTILINE)[-1] == f"`kind: {kind}`"
+    member = FAMILIES[family][0][kind]
+    own = {key for key in member.model_fields if key != "kind"}
+    assert set(rows(name)) <= own, f"{name}: documents keys it does not have"
+    if not rows(name):
+        assert GENERATED[name] == NO_KEYS
+
+
+@pytest.mark.parametrize("term", sorted(mf.LOSS_TERMS))
+def test_each_loss_term_has_its_rows(term):
+    table = rows("trainings")
+    assert f"loss.{term}.weight" in table
+    for key in mf.LOSS_TERMS[term].model_fields:
+        assert f"loss.{term}.{key}" in table
+
+
+@pytest.mark.parametrize("name", sorted(mf.ANALYSES))
+def test_each_analysis_has_its_rows(name):
+    table = rows("other")
+    assert any(key == f"analysis.{name}" or key.startswith(f"analysis.{name}.") for key in table)
+
+
+def test_each_cell_is_listed():
+    cell = GENERATED["models"].split("| `network.cell` |")[1].split("\n")[0]
+    for name in mf.CELLS:
+        assert f"`{name}`" in cell
+
+
+def test_a_new_member_gets_its_section():
+    # Without spectral_norm's section (heading and table), the generator adds it back
+    # after its family's last member, with its docstring.
+    start = DOC.index("#### `kind: spectral_norm`")
+    end = DOC.index("<!-- end generated -->", start) + len("<!-- end generated -->\n")
+    rendered = render_readme(DOC[:start] + DOC[end:])
+    assert "#### `kind: spectral_norm`\n\nCap the spectral norm" in rendered
+    assert GENERATED["constraints.spectral_norm"] in rendered
+    assert render_readme(rendered) == rendered
+
+
+def test_a_section_of_nothing_is_an_error(tmp_path):
+    stale = DOC.replace("<!-- generated: plants.arm -->", "<!-- generated: plants.leg -->")
+    with pytest.raises(DocsError, match="plants.leg"):
+        render_readme(stale)
+    readme = tmp_path / "README.md"
+    readme.write_text(DOC.replace("`kind: bptt`\n", "`kind: bptt`\n\nstale\n", 1))
+    assert main(["docs", "--check", "--readme", str(readme)]) == 0
+    readme.write_text(DOC.replace("| `n_steps` | `100` |", "| `n_steps` | `99` |"))
+    assert main(["docs", "--check", "--readme", str(readme)]) == 1
+    assert main(["docs", "--readme", str(readme)]) == 0
+    assert readme.read_text() == DOC
+
+
+def union_keys(settings: dict[str, object], *unions: str) -> dict[str, object]:
+    """`settings` without the keys of a registered member's block (documented in its
+    family's tables), keeping its `kind`."""
+    return {
+        key: value
+        for key, value in settings.items()
+        if not any(key.startswith(f"{u}.") and key != f"{u}.kind" for u in unions)
+    }
+
+
+def test_every_key_is_documented_with_its_default():
+    flat = mfp.flatten_settings
+    model = union_keys(flat(mf.ModelConfig().to_dict()), "plant")
+    check_documented(model, rows("models"), "models")
+    check_documented(
+        union_keys(flat(mf.TrainConfig().to_dict()), "learning"), rows("trainings"), "trainings"
+    )
+    task = flat(mf.ReachConfig().to_dict())
+    common = {k: v for k, v in task.items() if k.split(".")[0] in mf.TaskConfig.model_fields}
+    check_documented(common, rows("tasks"), "tasks")
+    config = mfp.parse_config(
+        {section: {"x": {}} for section in ("tasks", "models", "trainings")}
+        | {"experiments": {"x": {"task": "x", "model": "x", "training": "x"}}}
+    )
+    other = {
+        key: value
+        for key, value in flat(config.filled_sections()).items()
+        if key.split(".")[0] not in ELSEWHERE
+    }
+    check_documented(other, rows("other"), "other")
+    assert set(rows("resources")) == set(
+        mfp.WorkflowConfig.model_fields["resources"].default.train.to_dict()
     )
 
 
-def documented(key: str, rows: dict[str, str]) -> bool:
-    return any(re.fullmatch(pattern(row), key) for row in rows)
-
-
-def defaults(block: type) -> dict[str, object]:
-    if block is mfp.WorkflowConfig:
-        config = mfp.parse_config(
-            {section: {"x": {}} for section in ("tasks", "models", "trainings")}
-            | {"experiments": {"x": {"task": "x", "model": "x", "training": "x"}}}
-        )
-        return {
-            key: value
-            for key, value in mfp.flatten_settings(config.filled_sections()).items()
-            if key.split(".")[0] not in ELSEWHERE
-        }
-    if block is mf.TaskConfig:
-        # The keys every kind has; each kind's own are under its `### kind:` heading.
-        settings = mfp.flatten_settings(mf.ReachConfig().to_dict())
-        return {k: v for k, v in settings.items() if k.split(".")[0] in block.model_fields}
-    return mfp.flatten_settings(block().to_dict())
-
-
-@pytest.mark.parametrize("heading", SECTIONS)
-def test_every_key_is_documented_with_its_default(heading):
-    rows = table(heading)
-    for key, value in defaults(SECTIONS[heading]).items():
-        assert documented(key, rows), f"{key} is not in config/README.md under {heading}"
-        cell = rows.get(key)
-        if cell and cell.startswith("`"):
-            assert yaml.safe_load(cell.strip("`")) == value, f"{key}: documented {cell}"
-
-
-@pytest.mark.parametrize("heading", SECTIONS)
-def test_every_documented_key_exists(heading):
-    keys = defaults(SECTIONS[heading])
-    for row in table(heading):
-        assert any(re.fullmatch(pattern(row), key) for key in keys), f"{row} is no key of {heading}"
-
-
-def check_kind_documented(config, registry, base) -> None:
-    """`config`'s own keys (not `base`'s) are in the table under its ``### `kind:` ``
-    heading, or a registered parent kind's, with their defaults."""
-    kind = config.kind
-    rows = table(f"### `kind: {kind}`")
-    inherited = {}
-    for parent in type(config).__mro__[1:]:
-        if parent is not base and parent in registry.values():
-            inherited |= table(f"### `kind: {parent().kind}`")
-    common = set(base.model_fields)
-    for key, value in mfp.flatten_settings(config.to_dict()).items():
-        if key.split(".")[0] in common:
-            continue
-        assert key in rows or key in inherited, f"{kind}: {key} is not documented"
-        cell = rows.get(key) or inherited[key]
-        assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
-    assert set(rows) <= set(config.to_dict()), f"{kind}: documents unknown keys"
-
-
-@pytest.mark.parametrize("kind", sorted(mf.LEARNING_RULES))
-def test_every_learning_rule_key_is_documented_with_its_default(kind):
-    config = mf.LEARNING_RULES[kind]().to_dict()
-    rows = table(f"#### `kind: {kind}`")
-    for key, value in config.items():
-        if key != "kind":
-            assert key in rows, f"learning rule {kind}: {key} is not documented"
-            assert yaml.safe_load(rows[key].strip("`")) == value, f"{kind}.{key}: {rows[key]}"
-    assert set(rows) <= set(config), f"learning rule {kind}: documents unknown keys"
-
-
-@pytest.mark.parametrize("kind", sorted(mf.PLANTS))
-def test_every_plant_key_is_documented_with_its_default(kind):
-    check_kind_documented(mf.PLANTS[kind](), mf.PLANTS, mf.PlantConfig)
-
-
-@pytest.mark.parametrize("kind", sorted(mf.TASKS))
-def test_every_task_key_is_documented_with_its_default(kind):
-    check_kind_documented(mf.TASKS[kind](), mf.TASKS, mf.TaskConfig)
-
-
-@pytest.mark.parametrize("kind", sorted(mf.PERTURBATIONS))
-def test_every_perturbation_key_is_documented_with_its_default(kind):
-    config = mf.PERTURBATIONS[kind]().to_dict()
-    rows = table(f"### `kind: {kind}`")
-    common = table("## Perturbations")
-    for key, value in config.items():
-        if key == "kind":
-            continue
-        cell = rows.get(key) or common.get(key)
-        assert cell, f"perturbation {kind}: {key} is not documented"
-        assert yaml.safe_load(cell.strip("`")) == value, f"{kind}.{key}: documented {cell}"
-    assert set(rows) <= set(config), f"perturbation {kind}: documents unknown keys"
-
-
-def test_every_resources_key_is_documented():
-    rows = table("## `resources.<stage>`")
-    assert set(rows) == set(mfp.WorkflowConfig.model_fields["resources"].default.train.to_dict())
-
-
-@pytest.mark.parametrize("kind", sorted(mf.CONSTRAINTS))
-def test_every_constraint_key_is_documented_with_its_default(kind):
-    config = mf.CONSTRAINTS[kind]().to_dict()
-    rows = table(f"#### `kind: {kind}`")
-    for key, value in config.items():
-        if key == "kind":
-            continue
-        assert key in rows, f"constraint {kind}: {key} is not documented"
-        assert yaml.safe_load(rows[key].strip("`")) == value, f"{kind}.{key}: {rows[key]}"
-    assert set(rows) <= set(config), f"constraint {kind}: documents unknown keys"
-
-
-@pytest.mark.parametrize("kind", sorted(mf.UPDATE_RULES))
-def test_every_update_rule_key_is_documented_with_its_default(kind):
-    rows = table("### Update rules") | table(f"#### `kind: {kind}`")
-    fields = mf.UPDATE_RULES[kind].model_fields
-    for key, field in fields.items():
-        if key == "kind":
-            continue
-        assert key in rows, f"update rule {kind}: {key} is not documented"
-        if field.is_required():
-            assert rows[key] == "(required)", f"{kind}.{key}: {rows[key]}"
-        else:
-            block = mf.UPDATE_RULES[kind]
-            documented = {"rate": 1, key: yaml.safe_load(rows[key].strip("`"))}
-            assert block.from_dict(documented) == block(rate=1), f"{kind}.{key}: {rows[key]}"
-    assert set(rows) <= set(fields), f"update rule {kind}: documents unknown keys"
+@pytest.mark.parametrize(("family", "kind"), MEMBERS)
+def test_every_member_key_is_documented_with_its_default(family, kind):
+    members = FAMILIES[family][0]
+    member = members[kind]
+    required = {k: 1 for k, field in member.model_fields.items() if field.is_required()}
+    settings = mfp.flatten_settings(member.from_dict(required).to_dict())
+    table = dict(rows(f"{family}.{kind}"))
+    if family in GENERATED:
+        table |= rows(family)
+    for parent in member.__mro__[1:]:
+        if parent is not member and parent in members.values():
+            table |= rows(f"{family}.{parent.model_fields['kind'].default}")
+    settings = {k: v for k, v in settings.items() if k != "kind" and k not in required}
+    check_documented(settings, table, f"{family}.{kind}")

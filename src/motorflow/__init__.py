@@ -16,10 +16,13 @@ cells (``_cells``, `CELLS`), plants (``_plant``, `PLANTS`), perturbations
 constraints (``_training/constraints``, `CONSTRAINTS`) and update rules
 (``_training/update_rules``, `UPDATE_RULES`), reach metrics (``_metrics``, `METRICS`)
 and hidden-state analyses (``_analysis``, `ANALYSES`). Adding a member to any of them
-is four files: its module, its line in the registry, its row in config/README.md and
-its tests (then ``python -m motorflow schema`` regenerates
-workflow/schemas/config.schema.yaml). An analysis adds a fifth, its figure's caption
-(workflow/report/<name>.rst); the workflow draws its figure from the registry.
+is three files: its module (each setting with its ``Field(description=...)``), its line
+in the registry and its tests. Two generated files then change, and the tests fail
+until they are regenerated: ``python -m motorflow schema >
+workflow/schemas/config.schema.yaml`` rewrites the schema and ``python -m motorflow
+docs`` config/README.md's key tables (a new kind gets its section there). An analysis
+adds a fourth file, its figure's caption (workflow/report/<name>.rst); the workflow
+draws its figure from the registry.
 A perturbation with a new kind of effect, or a learning rule that needs a new rollout
 hook, also touches the loop (``_model/_loop.py``: ``Effects``, :class:`RolloutOptions`).
 """

@@ -3,7 +3,8 @@
 ``python -m motorflow schema`` prints the workflow config's JSON Schema as YAML.
 The schema at workflow/schemas/config.schema.yaml is its output; after changing a
 config class, regenerate it with
-``python -m motorflow schema > workflow/schemas/config.schema.yaml``.
+``python -m motorflow schema > workflow/schemas/config.schema.yaml``, and
+config/README.md's key tables with ``python -m motorflow docs``.
 """
 
 from __future__ import annotations

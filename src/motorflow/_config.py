@@ -36,17 +36,30 @@ from ._training.update_rules import AnyUpdateRule
 class NetworkConfig(Block):
     """Recurrent controller: cell type, size, leak time constant, hidden noise."""
 
-    cell: Literal[tuple(CELLS)] = "gru"
-    hidden_size: PositiveInt = 50
-    tau: PositiveNumber = Field(0.1, description="leaky cell time constant (s)")
-    hidden_noise_std: NonNegativeNumber = 0.0
+    cell: Literal[tuple(CELLS)] = Field(
+        "gru",
+        description="`gru`, `rnn` (vanilla tanh) or `leaky` (leaky tanh, time constant `tau`)",
+    )
+    hidden_size: PositiveInt = Field(50, description="hidden units")
+    tau: PositiveNumber = Field(
+        0.1, description="time constant of the `leaky` cell in seconds (>= `dt`)"
+    )
+    hidden_noise_std: NonNegativeNumber = Field(
+        0.0, description="std of Gaussian noise added to the hidden state every step"
+    )
 
 
 class FeedbackConfig(Block):
     """Sensory feedback of position and velocity: `delay` in steps, additive noise."""
 
-    delay: NonNegativeInt = 1
-    noise_std: NonNegativeNumber = 0.0
+    delay: NonNegativeInt = Field(
+        1,
+        description="feedback delay in steps: at step t the network sees position and "
+        "velocity of step t - delay (must be < the task's `n_steps`)",
+    )
+    noise_std: NonNegativeNumber = Field(
+        0.0, description="std of Gaussian noise on each feedback channel"
+    )
 
 
 class ModelConfig(Block):
@@ -56,8 +69,15 @@ class ModelConfig(Block):
     ``kind``; a block naming another kind than its default replaces it whole.
     """
 
-    dt: PositiveNumber = 0.05
-    plant: AnyPlantConfig = PointMassConfig()
+    dt: PositiveNumber = Field(
+        0.05,
+        description="the network's time step in seconds (one feedback sample and one "
+        "control per step; the leak of the leaky cell)",
+    )
+    plant: AnyPlantConfig = Field(
+        PointMassConfig(),
+        description="the body, a plant chosen by its `kind` (each kind's keys are under Plants)",
+    )
     network: NetworkConfig = NetworkConfig()
     feedback: FeedbackConfig = FeedbackConfig()
 
@@ -80,11 +100,23 @@ class ScheduleConfig(Block):
     - ``exponential``: ``learning_rate * decay_rate ** (batch / decay_steps)``.
     """
 
-    kind: Literal["constant", "warmup_cosine", "exponential"] = "constant"
-    warmup_steps: NonNegativeInt = 0
-    end_factor: NonNegativeNumber = 0.0
-    decay_rate: PositiveNumber = 0.1
-    decay_steps: PositiveInt = 1000
+    kind: Literal["constant", "warmup_cosine", "exponential"] = Field(
+        "constant",
+        description="`constant`, `warmup_cosine` (linear warm-up then cosine decay) or "
+        "`exponential`",
+    )
+    warmup_steps: NonNegativeInt = Field(
+        0, description="`warmup_cosine`: batches of linear warm-up"
+    )
+    end_factor: NonNegativeNumber = Field(
+        0.0, description="`warmup_cosine`: final rate as a fraction of the peak"
+    )
+    decay_rate: PositiveNumber = Field(
+        0.1, description="`exponential`: factor per `decay_steps` batches"
+    )
+    decay_steps: PositiveInt = Field(
+        1000, description="`exponential`: batches per `decay_rate` factor"
+    )
 
 
 # Trainable parts are dotted attribute paths into the model.
@@ -100,14 +132,19 @@ class OptimizerConfig(Block):
     nest, the longer one decides.
     """
 
-    name: Literal["adam", "adamw", "sgd"] = "adam"
-    learning_rate: PositiveNumber = 1e-2
+    name: Literal["adam", "adamw", "sgd"] = Field("adam", description="the optax optimizer")
+    learning_rate: PositiveNumber = Field(1e-2, description="peak learning rate")
     learning_rates: dict[ModelPath, PositiveNumber] = Field(
-        {}, max_length=20, description="a peak learning rate per part of the model"
+        {},
+        max_length=20,
+        description="a rate of their own for parts of the model (`{path: rate}`), each on "
+        "the schedule; see Staged training and learning rates per part",
     )
-    weight_decay: NonNegativeNumber = 1e-4
-    momentum: NonNegativeNumber = Field(0.0, lt=1)
-    clip_global_norm: PositiveNumber | None = None
+    weight_decay: NonNegativeNumber = Field(1e-4, description="`adamw` only")
+    momentum: NonNegativeNumber = Field(0.0, lt=1, description="`sgd` only (0 = none)")
+    clip_global_norm: PositiveNumber | None = Field(
+        None, description="clip each replicate's gradient to this global norm"
+    )
     schedule: ScheduleConfig = ScheduleConfig()
 
 
@@ -120,8 +157,10 @@ class StageConfig(Block):
     """A training stage: from batch `at` on, only the `trainable` parts train (the others
     keep their values and their optimizer state until a later stage trains them)."""
 
-    at: PositiveInt
-    trainable: tuple[ModelPath, ...] = Field(min_length=1)
+    at: PositiveInt = Field(description="the batch from which the stage trains")
+    trainable: tuple[ModelPath, ...] = Field(
+        min_length=1, description="the parts of the model that train in the stage"
+    )
 
 
 class SnapshotConfig(Block):
@@ -133,8 +172,14 @@ class SnapshotConfig(Block):
     `trials`) the trial specs of the b-th batch (batch index b - 1).
     """
 
-    batches: BatchSchedule
-    trials: Boolean = True
+    batches: BatchSchedule = Field(
+        description="a schedule: the batch counts after which the parameters are copied"
+    )
+    trials: Boolean = Field(
+        True,
+        description="also keep the trial specs of the batch each snapshot's parameters "
+        "last trained on",
+    )
 
 
 class TrainConfig(Block):
@@ -166,52 +211,85 @@ class TrainConfig(Block):
         "checkpoint_every": "replaced by checkpoint: {every: N}",
     }
 
-    n_replicates: PositiveInt = 5
-    n_batches: PositiveInt = 1000
-    batch_size: PositiveInt = 250
-    shared_trials: Boolean = False
-    trainable: tuple[ModelPath, ...] = Field(("network",), min_length=1)
+    n_replicates: PositiveInt = Field(
+        5, description="independently initialised networks trained together"
+    )
+    n_batches: PositiveInt = Field(1000, description="training batches (optimizer steps)")
+    batch_size: PositiveInt = Field(250, description="trials per batch")
+    shared_trials: Boolean = Field(
+        False,
+        description="all replicates train on the same trials (otherwise each gets its own)",
+    )
+    trainable: tuple[ModelPath, ...] = Field(
+        ("network",),
+        min_length=1,
+        description="parts of the model that train (from the first batch), as paths: "
+        "`network`, `network.readout`, `network.cell`, ...",
+    )
     stages: tuple[StageConfig, ...] = Field(
-        (), max_length=100, description="from given batches on, train other parts"
+        (),
+        max_length=100,
+        description="from given batches on, train other parts: "
+        "`[{at: 200, trainable: [network]}]`; see Staged training and learning rates per "
+        "part",
     )
     optimizer: OptimizerConfig = OptimizerConfig()
     learning: AnyLearningRule = Field(
-        BPTT(), description="how the gradient is computed: bptt or truncated_bptt"
+        BPTT(),
+        description="how the gradient is computed, a learning rule chosen by its `kind` "
+        "(see Learning rules)",
     )
     loss: LossConfig = LossConfig()
-    validation: BatchSchedule = BatchSchedule(every=100)
+    validation: BatchSchedule = Field(
+        BatchSchedule(every=100),
+        description="when the validation loss is measured, a schedule (see Schedules); also "
+        "before the first batch and after the last",
+    )
     on_divergence: Literal["stop", "isolate"] = Field(
         "stop",
-        description="when a replicate's loss or parameters become non-finite: stop "
-        "training (an error), or isolate it (frozen and flagged; the others train on)",
+        description="a replicate's loss or parameters become non-finite: `stop` training "
+        "with an error, or `isolate` the replicate (frozen at its last finite parameters "
+        "and flagged; the others train on)",
     )
-    log: TimedSchedule = TimedSchedule(every=100)
-    checkpoint: TimedSchedule = TimedSchedule(every=100)
-    keep_checkpoints: PositiveInt = 2
+    log: TimedSchedule = Field(
+        TimedSchedule(every=100),
+        description="when a log line is written, a schedule; also after the last batch",
+    )
+    checkpoint: TimedSchedule = Field(
+        TimedSchedule(every=100),
+        description="when a checkpoint is written, a schedule; also after the last batch",
+    )
+    keep_checkpoints: PositiveInt = Field(
+        2, description="newest checkpoints kept (the best by validation loss is kept too)"
+    )
     constraints: tuple[AnyConstraint, ...] = Field(
         (),
         max_length=10,
-        description="constraints on the recurrent (and readout) weights, applied at "
-        "initialisation and after every update",
+        description="constraints on the recurrent (and readout) weights, holding from "
+        "initialisation and after every update; see Weight constraints",
     )
     update_rules: tuple[AnyUpdateRule, ...] = Field(
         (),
         max_length=10,
-        description="activity-dependent updates (Hebbian, Oja) of a weight matrix after "
-        "the optimizer's step, each on its own schedule",
+        description="activity-dependent updates of a weight matrix after each optimizer "
+        "step (Hebbian, Oja), each on its own schedule; see Update rules",
     )
     tensorboard: Boolean = Field(
         False,
-        description="also write TensorBoard event files (needs tensorboardX: "
-        "pip install 'motorflow[tensorboard]')",
+        description="also write TensorBoard event files to "
+        '`results/<experiment>/tensorboard/` (needs `pip install -e ".[tensorboard]"`); '
+        "see TensorBoard",
     )
     snapshots: SnapshotConfig | None = Field(
-        None, description="keep the parameters (and trial specs) at scheduled batches"
+        None,
+        description="keep the trainable parameters (and trial specs) at the batches of a "
+        "schedule in `history.zarr`: `{batches: {every: 100}}`; see Snapshots and gradient "
+        "norms",
     )
     gradient_norms: Literal["total", "per_term"] = Field(
         "total",
-        description="record the gradient norm of the total loss, or also of each term "
-        "(an extra backward pass per term)",
+        description="record each replicate's gradient norm every batch: of the `total` "
+        "loss, or `per_term` too (an extra backward pass per term)",
     )
 
     @model_validator(mode="after")

@@ -49,10 +49,12 @@ class StatisticsConfig(Block):
     """Intervals and contrasts across replicates (results/summary.csv and the figures)."""
 
     confidence: Annotated[PositiveNumber, Field(lt=1)] = Field(
-        0.95, description="coverage of the bootstrap intervals"
+        0.95,
+        description="coverage of the bootstrap intervals (percentile bootstrap of the mean "
+        "over replicates)",
     )
     n_resamples: Annotated[PositiveInt, Field(ge=100, le=1_000_000)] = Field(
-        10_000, description="bootstrap resamples"
+        10_000, description="bootstrap resamples per interval"
     )
     seed: Annotated[NonNegativeInt, Field(lt=2**31)] = Field(
         0, description="seed of the bootstrap's resampling"

@@ -230,20 +230,31 @@ class FixedPointsAnalysis(AbstractAnalysis):
     NAME: ClassVar[str] = "fixed_points"
 
     n_starts: Annotated[PositiveInt, Field(le=4096)] = Field(
-        16, description="starting states per steady input, sampled on the hidden trajectories"
+        16,
+        description="starting states per steady input, sampled on the replicate's hidden "
+        "trajectories",
     )
     start_noise: NonNegativeNumber = Field(
-        0.05, description="noise added to each start, as a fraction of the hidden states' std"
+        0.05,
+        description="noise added to each start, as a fraction of the std of the "
+        "replicate's hidden states",
     )
     steps: Annotated[PositiveInt, Field(le=1_000_000)] = Field(
-        5000, description="Adam steps minimising the hidden state's speed"
+        5000, description="Adam steps minimising the hidden state's speed `0.5‖F(h, u) − h‖²`"
     )
-    learning_rate: PositiveNumber = 0.02
+    learning_rate: PositiveNumber = Field(
+        0.02,
+        description="Adam's learning rate in that search (each start keeps the slowest "
+        "point it visited)",
+    )
     tolerance: PositiveNumber = Field(
-        1e-8, description="a point whose speed 0.5*|F(h)-h|^2 ends below this is fixed"
+        1e-8,
+        description="a point whose speed ends below this is a fixed point; above it, a slow point",
     )
     distinct_tolerance: PositiveNumber = Field(
-        1e-3, description="fixed points closer than this (Euclidean) count as one"
+        1e-3,
+        description="fixed points closer than this (Euclidean distance in hidden space) "
+        "count as one",
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

@@ -106,7 +106,9 @@ class PCAAnalysis(AbstractAnalysis):
     NAME: ClassVar[str] = "pca"
 
     n_components: Annotated[PositiveInt, Field(le=100)] = Field(
-        3, description="components kept (at most the hidden size)"
+        3,
+        description="principal components of the hidden trajectories kept (per replicate "
+        "and condition; at most the hidden size)",
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

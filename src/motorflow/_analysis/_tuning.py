@@ -105,7 +105,9 @@ class TuningAnalysis(AbstractAnalysis):
     NAME: ClassVar[str] = "tuning"
 
     speed_threshold: Annotated[PositiveNumber, Field(lt=1)] = Field(
-        0.2, description="movement: the steps at or above this fraction of the peak speed"
+        0.2,
+        description="the movement, over which each unit's activity is averaged for its "
+        "cosine fit: the steps at or above this fraction of the trial's peak hand speed",
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

@@ -2,8 +2,8 @@
 
 Each cell maps ``(input, hidden) -> hidden`` behind :class:`AbstractCell`, so the
 network can hold any of them; `CELLS` maps the config's names
-(``model.network.cell``) to them. Adding a cell is its module, its entry here, its row
-in config/README.md's cell table and its tests.
+(``model.network.cell``) to them. Adding a cell is its module, its entry here and its
+tests (``python -m motorflow docs`` lists it in config/README.md).
 """
 
 from ._base import AbstractCell

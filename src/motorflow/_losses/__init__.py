@@ -3,8 +3,9 @@
 Each term is a config block (its `weight` and settings) behind
 :class:`AbstractLossTerm`, scoring each trial of a rollout; `LOSS_TERMS` maps the
 names under the training's `loss` to them, and `LossConfig` holds them all. Adding a
-term is its module, its entry in `LOSS_TERMS`, its row in config/README.md and its
-tests.
+term is its module (its `weight`'s description says what it scores), its entry in
+`LOSS_TERMS` and its tests; ``python -m motorflow docs`` adds its rows to
+config/README.md.
 """
 
 from ._base import AbstractLossTerm, Span

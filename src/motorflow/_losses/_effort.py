@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import jax.numpy as jnp
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber
 from ._base import AbstractLossTerm
@@ -14,7 +15,11 @@ class EffortTerm(AbstractLossTerm):
     """Squared control (force, torques or excitations) summed over time."""
 
     NAME: ClassVar[str] = "effort"
-    weight: NonNegativeNumber = 1e-5
+    weight: NonNegativeNumber = Field(
+        1e-5,
+        description="weight of the squared control (force, torques or excitations), summed "
+        "over time",
+    )
 
     def per_trial(self, rollout, targets, span):
         return jnp.sum(rollout.control**2, axis=(-2, -1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import jax.numpy as jnp
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber
 from ._base import AbstractLossTerm
@@ -14,7 +15,10 @@ class HiddenTerm(AbstractLossTerm):
     """Squared hidden activity summed over time and units."""
 
     NAME: ClassVar[str] = "hidden"
-    weight: NonNegativeNumber = 1e-5
+    weight: NonNegativeNumber = Field(
+        1e-5,
+        description="weight of the squared hidden activity, summed over time and units",
+    )
 
     def per_trial(self, rollout, targets, span):
         return jnp.sum(rollout.hidden**2, axis=(-2, -1))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import jax.numpy as jnp
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber
 from ._base import AbstractLossTerm
@@ -16,7 +17,12 @@ class HoldTerm(AbstractLossTerm):
     for tasks without a hold."""
 
     NAME: ClassVar[str] = "hold"
-    weight: NonNegativeNumber = 100.0
+    weight: NonNegativeNumber = Field(
+        100.0,
+        description="weight of the squared distance from the start plus squared speed, summed "
+        "over the steps the task holds: before a delayed reach's go cue, every step of "
+        "a posture trial (0 for reaches)",
+    )
 
     def per_trial(self, rollout, targets, span):
         if targets.hold is None:

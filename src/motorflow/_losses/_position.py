@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import jax.numpy as jnp
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber
 from ._base import AbstractLossTerm
@@ -16,8 +17,16 @@ class PositionTerm(AbstractLossTerm):
     dominates; ``p = 0`` weighs every step equally."""
 
     NAME: ClassVar[str] = "position"
-    weight: NonNegativeNumber = 1.0
-    discount_power: NonNegativeNumber = 6.0
+    weight: NonNegativeNumber = Field(
+        1.0,
+        description="weight of the squared distance to the goal, summed over time with the "
+        "discount",
+    )
+    discount_power: NonNegativeNumber = Field(
+        6.0,
+        description="weight step t's position error by `((t+1)/n_steps) ** p`, so the "
+        "reach's end dominates",
+    )
 
     def per_trial(self, rollout, targets, span):
         error = jnp.sum((rollout.pos - targets.goal) ** 2, axis=-1)

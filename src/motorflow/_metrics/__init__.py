@@ -4,8 +4,8 @@ Each metric is an :class:`AbstractMetric` (its name, its unit and how it is comp
 from the trial's :class:`Reach` geometry); `METRICS` registers them by name, in the
 order of the metrics store and tables, and the config's metric choices (sweeps,
 protocols, summary) read it. Adding a metric is its class (in the module of its
-quantity, or its own), its entry in `METRICS`, its row in config/README.md and its
-tests.
+quantity, or its own), its entry in `METRICS` and its tests (config/README.md's
+tables list the metric choices from it: ``python -m motorflow docs``).
 """
 
 from __future__ import annotations

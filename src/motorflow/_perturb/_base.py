@@ -66,7 +66,13 @@ def drawn(**bounds: float) -> Any:
 Drawn = drawn()
 NonNegativeDrawn = drawn(ge=0)
 PositiveDrawn = drawn(gt=0)
-Frame = Literal["world", "reach"]
+Frame = Annotated[
+    Literal["world", "reach"],
+    Field(
+        description="the frame of `angle`: `world` (from +x) or `reach` (from the "
+        "start-to-goal direction)"
+    ),
+]
 
 
 class Effects(eqx.Module):
@@ -162,7 +168,7 @@ class AbstractPerturbation(Block):
 
     kind: str
     probability: Annotated[float, Strict(), Field(ge=0, le=1)] = Field(
-        1.0, description="chance that a trial is perturbed"
+        1.0, description="chance that a trial is perturbed (drawn per trial)"
     )
 
     DRAWN: ClassVar[tuple[str, ...]] = ()

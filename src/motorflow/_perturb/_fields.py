@@ -32,8 +32,16 @@ class CurlField(AbstractPerturbation):
     """
 
     kind: Literal["curl"] = "curl"
-    strength: NonNegativeDrawn = Field(10.0, description="N s/m")
-    direction: Literal["cw", "ccw"] = "cw"
+    strength: NonNegativeDrawn = Field(
+        10.0,
+        description="N s/m: the force is `strength` times the hand velocity turned 90 "
+        "degrees; it does no work",
+    )
+    direction: Literal["cw", "ccw"] = Field(
+        "cw",
+        description="`cw` (clockwise, as Thoroughman & Shadmehr 2000's "
+        "`[[0, 13], [-13, 0]]` field) or `ccw`",
+    )
 
     DRAWN: ClassVar[tuple[str, ...]] = ("strength",)
 
@@ -51,7 +59,9 @@ class ConstantField(AbstractPerturbation):
     `strength` newtons at `angle` degrees in `frame`."""
 
     kind: Literal["constant_field"] = "constant_field"
-    strength: NonNegativeDrawn = Field(1.0, description="N")
+    strength: NonNegativeDrawn = Field(
+        1.0, description="N: a constant force on the hand for the whole trial"
+    )
     angle: Drawn = Field(0.0, description="degrees counter-clockwise")
     frame: Frame = "world"
 

@@ -10,6 +10,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber, Number, Point, PositiveNumber
 from ._base import AbstractPlant, PlantConfig, frozen
@@ -306,19 +307,29 @@ class ArmConfig(PlantConfig):
     """
 
     kind: Literal["arm"] = "arm"
-    upper_arm_length: PositiveNumber = UPPER_ARM_LENGTH
-    forearm_length: PositiveNumber = FOREARM_LENGTH
-    upper_arm_mass: PositiveNumber = UPPER_ARM_MASS
-    forearm_mass: PositiveNumber = FOREARM_MASS
-    upper_arm_com: PositiveNumber = UPPER_ARM_COM
-    forearm_com: PositiveNumber = FOREARM_COM
-    upper_arm_inertia: PositiveNumber = UPPER_ARM_INERTIA
-    forearm_inertia: PositiveNumber = FOREARM_INERTIA
-    joint_viscosity: NonNegativeNumber = 0.0
-    joint_limits_deg: tuple[tuple[Number, Number], tuple[Number, Number]] | None = tuple(
-        (math.degrees(low), math.degrees(high)) for low, high in JOINT_LIMITS
+    upper_arm_length: PositiveNumber = Field(UPPER_ARM_LENGTH, description="m")
+    forearm_length: PositiveNumber = Field(FOREARM_LENGTH, description="m")
+    upper_arm_mass: PositiveNumber = Field(UPPER_ARM_MASS, description="kg")
+    forearm_mass: PositiveNumber = Field(FOREARM_MASS, description="kg")
+    upper_arm_com: PositiveNumber = Field(
+        UPPER_ARM_COM, description="m from the shoulder to the upper arm's centre of mass"
     )
-    shoulder_pos: Point = (0.0, 0.0)
+    forearm_com: PositiveNumber = Field(
+        FOREARM_COM, description="m from the elbow to the forearm's centre of mass"
+    )
+    upper_arm_inertia: PositiveNumber = Field(
+        UPPER_ARM_INERTIA, description="kg m^2 about the upper arm's centre of mass"
+    )
+    forearm_inertia: PositiveNumber = Field(
+        FOREARM_INERTIA, description="kg m^2 about the forearm's centre of mass"
+    )
+    joint_viscosity: NonNegativeNumber = Field(0.0, description="viscous joint damping (N m s/rad)")
+    joint_limits_deg: tuple[tuple[Number, Number], tuple[Number, Number]] | None = Field(
+        tuple((math.degrees(low), math.degrees(high)) for low, high in JOINT_LIMITS),
+        description="shoulder and elbow `[low, high]` in degrees, or `null` for none; at a "
+        "limit the joint stops",
+    )
+    shoulder_pos: Point = Field((0.0, 0.0), description="the shoulder's position (m)")
 
     def arm_settings(self) -> dict:
         """The :class:`TwoLinkArm` keyword arguments these settings give."""

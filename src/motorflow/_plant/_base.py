@@ -119,9 +119,15 @@ class PlantConfig(Block):
     """
 
     kind: str
-    method: Literal["euler", "rk4"] = "euler"
+    method: Literal["euler", "rk4"] = Field(
+        "euler",
+        description="integration of the plant over each step: `euler` or `rk4` (classic "
+        "Runge-Kutta)",
+    )
     n_substeps: Annotated[PositiveInt, Field(le=1000)] = Field(
-        1, description="integration steps per network step (each dt / n_substeps long)"
+        1,
+        description="integration steps per network step, each `dt / n_substeps` long (at "
+        "most 1000)",
     )
 
     def build(self) -> AbstractPlant:

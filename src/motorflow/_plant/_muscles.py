@@ -385,9 +385,15 @@ class MuscleArmConfig(ArmConfig):
     kind: Literal["muscle_arm"] = "muscle_arm"
     max_isometric_force: Annotated[
         tuple[PositiveNumber, ...], Field(min_length=6, max_length=6)
-    ] = MAX_ISOMETRIC_FORCE
-    activation_time_constant: PositiveNumber = 0.015
-    deactivation_time_constant: PositiveNumber = 0.05
+    ] = Field(
+        MAX_ISOMETRIC_FORCE,
+        description="N, per muscle: pectoralis, deltoid, brachioradialis, triceps "
+        "lateral, biceps, triceps long",
+    )
+    activation_time_constant: PositiveNumber = Field(
+        0.015, description="s, rising activation (Thelen 2003 dynamics)"
+    )
+    deactivation_time_constant: PositiveNumber = Field(0.05, description="s, falling activation")
 
     def build(self) -> MuscleArm:
         return MuscleArm(

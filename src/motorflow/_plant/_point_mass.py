@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 import equinox as eqx
 from jaxtyping import Array, Float
+from pydantic import Field
 
 from .._config_base import NonNegativeNumber, PositiveNumber
 from ._base import AbstractPlant, PlantConfig
@@ -93,8 +94,10 @@ class PointMassConfig(PlantConfig):
     """A point mass pushed by the network's 2-D force: `mass` (kg), viscous `damping` (N s/m)."""
 
     kind: Literal["point_mass"] = "point_mass"
-    mass: PositiveNumber = 1.0
-    damping: NonNegativeNumber = 0.0
+    mass: PositiveNumber = Field(1.0, description="mass in kg")
+    damping: NonNegativeNumber = Field(
+        0.0, description="viscous damping (N s/m): a drag force `-damping * velocity`"
+    )
 
     def build(self) -> PointMass:
         return PointMass(mass=self.mass, damping=self.damping)

@@ -22,9 +22,20 @@ MAX_PERTURBATIONS = 32
 class CenterOutConfig(Block):
     """Evaluation reaches from `center` in `n_directions` directions x `distances`."""
 
-    center: Point = (0.0, 0.0)
-    n_directions: Annotated[PositiveInt, Field(le=3600)] = 7
-    distances: tuple[PositiveNumber, ...] = Field((0.5,), min_length=1, max_length=100)
+    center: Point = Field(
+        (0.0, 0.0), description="center of the evaluation (and validation) trials"
+    )
+    n_directions: Annotated[PositiveInt, Field(le=3600)] = Field(
+        7, description="directions, evenly spaced from angle 0"
+    )
+    distances: tuple[PositiveNumber, ...] = Field(
+        (0.5,),
+        min_length=1,
+        max_length=100,
+        description="distances from the center; trials are every direction at every "
+        "distance. A task with a `workspace` must hold every such position (where the "
+        "network was trained)",
+    )
 
     def goals(self) -> list[tuple[float, float]]:
         """The farthest goal in each direction."""
@@ -55,9 +66,16 @@ class TaskConfig(Block):
     """
 
     kind: str
-    n_steps: PositiveInt = 100
+    n_steps: PositiveInt = Field(
+        100, description="time steps per trial (the trial lasts `n_steps * dt` seconds)"
+    )
     eval: CenterOutConfig = CenterOutConfig()
-    perturbations: tuple[AnyPerturbation, ...] = Field((), max_length=MAX_PERTURBATIONS)
+    perturbations: tuple[AnyPerturbation, ...] = Field(
+        (),
+        max_length=MAX_PERTURBATIONS,
+        description="perturbations of the training trials, each with its `probability`; "
+        "the validation trials get them too (see Perturbations)",
+    )
 
     n_inputs: ClassVar[int] = 2
     has_go_cue: ClassVar[bool] = False

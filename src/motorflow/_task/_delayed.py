@@ -29,10 +29,13 @@ class DelayedReachConfig(ReachConfig):
 
     kind: Literal["delayed_reach"] = "delayed_reach"
     go_step: tuple[NonNegativeInt, NonNegativeInt] = Field(
-        (20, 40), description="[low, high]: the step of the go cue, drawn per training trial"
+        (20, 40),
+        description="`[low, high]`: the go cue's step, uniform per training trial "
+        "(inclusive; `high` < `n_steps`)",
     )
     eval_go_step: NonNegativeInt | None = Field(
-        None, description="the go cue's step in the evaluation reaches (null: mid-range)"
+        None,
+        description="the go cue's step in every evaluation trial; `null`: the middle of `go_step`",
     )
 
     n_inputs = 3

@@ -12,7 +12,9 @@ from typing import Literal
 
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, PRNGKeyArray
+from pydantic import Field
 
+from .._config_base import Point
 from ._reach import WorkspaceTask
 from ._trials import CenterOut, Trials, labelled
 
@@ -22,6 +24,10 @@ class PostureConfig(WorkspaceTask):
     at each center-out position of `eval` (labelled by its angle and distance)."""
 
     kind: Literal["posture"] = "posture"
+    workspace: tuple[Point, Point] = Field(
+        ((-1.0, -1.0), (1.0, 1.0)),
+        description="`[[x_min, y_min], [x_max, y_max]]` of the positions to hold",
+    )
 
     def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
         pos = self.uniform(key, n_trials)

@@ -8,7 +8,7 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from .._config_base import ConfigError, Point, plain
 from ._base import TaskConfig
@@ -24,7 +24,10 @@ class WorkspaceTask(TaskConfig):
     """A task whose positions are uniform in a rectangular `workspace`
     ``[[x_min, y_min], [x_max, y_max]]``, which must hold the evaluation positions."""
 
-    workspace: tuple[Point, Point] = ((-1.0, -1.0), (1.0, 1.0))
+    workspace: tuple[Point, Point] = Field(
+        ((-1.0, -1.0), (1.0, 1.0)),
+        description="`[[x_min, y_min], [x_max, y_max]]` of start and goal positions",
+    )
 
     @model_validator(mode="after")
     def _evaluated_where_trained(self) -> WorkspaceTask:

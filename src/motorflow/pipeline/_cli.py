@@ -3,7 +3,9 @@
 ``motorflow info results/<experiment>`` describes an experiment's settings, run and
 per-replicate results; ``motorflow export results/<experiment> --replicate i DIR``
 writes one replicate as a model of its own; ``motorflow schema`` prints the
-workflow config's JSON Schema (``python -m motorflow`` is the same command).
+workflow config's JSON Schema; ``motorflow docs`` regenerates config/README.md's key
+tables (``--check``: only say whether they are current). ``python -m motorflow`` is
+the same command.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import yaml
 
+from ._config_docs import DocsError, render_readme
 from ._export import export_replicate
 from ._results import ResultsError, experiment_report
 from ._store import StoreError
@@ -23,6 +27,9 @@ SCHEMA_HEADER = (
     "# Generated from motorflow's typed config (motorflow.pipeline.WorkflowConfig); do not edit.\n"
     "# Regenerate: python -m motorflow schema > workflow/schemas/config.schema.yaml\n"
 )
+
+
+README = "config/README.md"
 
 
 def schema_text() -> str:
@@ -57,7 +64,43 @@ def _parser() -> argparse.ArgumentParser:
         help="print the workflow config's JSON Schema "
         "(python -m motorflow schema > workflow/schemas/config.schema.yaml)",
     )
+    docs_command = commands.add_parser(
+        "docs", help="regenerate config/README.md's key tables from the typed config"
+    )
+    docs_command.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if the tables are not current",
+    )
+    docs_command.add_argument(
+        "--readme",
+        default=README,
+        metavar="PATH",
+        help=f"the file whose generated sections are written (default {README})",
+    )
     return parser
+
+
+def docs(readme: str, check: bool) -> int:
+    """Rewrite `readme`'s generated sections (with `check`, only compare): 0 when the
+    file is current (or was written), 1 when `check` finds it stale."""
+    path = Path(readme)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise DocsError(f"cannot read {readme}: {error.strerror or error}") from None
+    current = render_readme(text)
+    if current == text:
+        return 0
+    if check:
+        print(
+            f"motorflow docs: {readme} is not current; regenerate it with python -m motorflow docs",
+            file=sys.stderr,
+        )
+        return 1
+    path.write_text(current, encoding="utf-8")
+    print(f"Wrote {readme}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,12 +111,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "schema":
             sys.stdout.write(schema_text())
+        elif args.command == "docs":
+            return docs(args.readme, args.check)
         elif args.command == "info":
             sys.stdout.write(experiment_report(args.experiment))
         else:
             folder = export_replicate(args.experiment, args.replicate, args.folder, best=args.best)
             print(f"Wrote replicate {args.replicate} of {args.experiment} to {folder}")
-    except (ResultsError, StoreError) as error:
+    except (ResultsError, StoreError, DocsError) as error:
         print(f"motorflow {args.command}: {error}", file=sys.stderr)
         return 2
     return 0

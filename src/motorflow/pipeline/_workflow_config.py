@@ -95,9 +95,15 @@ PartialBlock = dict[str, Any]
 class Override(Block):
     """Partial task, model and training blocks merged over an experiment's named ones."""
 
-    task: PartialBlock | None = None
-    model: PartialBlock | None = None
-    training: PartialBlock | None = None
+    task: PartialBlock | None = Field(
+        None, description="keys merged into the named task block for this experiment only"
+    )
+    model: PartialBlock | None = Field(
+        None, description="keys merged into the named model block for this experiment only"
+    )
+    training: PartialBlock | None = Field(
+        None, description="keys merged into the named training block for this experiment only"
+    )
 
 
 class ExperimentSpec(Block):
@@ -108,27 +114,46 @@ class ExperimentSpec(Block):
     optimizer state.
     """
 
-    task: Name
-    model: Name
-    training: Name
-    seed: Seed = 0
+    task: Name = Field(description="a name from `tasks`")
+    model: Name = Field(description="a name from `models`")
+    training: Name = Field(description="a name from `trainings`")
+    seed: Seed = Field(
+        0,
+        description="every random stream of the experiment (trials, initial weights, noise, "
+        "evaluation) derives from it",
+    )
     override: Override = Override()
-    init_from: Name | None = Field(None, description="start from this experiment's trained model")
+    init_from: Name | None = Field(
+        None,
+        description="start training from this experiment's trained model (its weights; the "
+        "settings without weights, such as noise, delay or mass, are this experiment's "
+        "own). The network and plant must have the same shapes and the replicate count "
+        "must agree. Whenever that experiment retrains, this one does too",
+    )
     reset_optimizer: Boolean = Field(
-        True, description="with init_from: a fresh optimizer state (false: continue the parent's)"
+        True,
+        description="with `init_from`: a fresh optimizer state; `false` continues the "
+        "parent's (its moments and step count; needs the same `optimizer.name`, clipping, "
+        "momentum and `trainable`)",
     )
 
 
 class SweepSpec(Block):
     """A base experiment expanded over every combination of the `grid`'s values."""
 
-    experiment: Name
-    grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(min_length=1)
+    experiment: Name = Field(description="the base experiment")
+    grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(
+        min_length=1,
+        description="setting paths (`seed`, or `task.…`, `model.…`, `training.…`) mapped to "
+        "lists of values",
+    )
     metrics: tuple[SummaryMetric, ...] = Field(
         ("endpoint_error", "final_validation_loss"),
         min_length=1,
         max_length=len(SummaryMetric.__args__),
-        description="drawn against the swept values, a panel each",
+        description="what the sweep's figure draws against the swept values, a panel each: "
+        "`final_validation_loss` or a per-trial metric of `metrics.zarr` (averaged over "
+        "trials, in the first evaluation condition)",
     )
 
 
@@ -147,7 +172,8 @@ class EvaluationConfig(Block):
 
     model: Literal["final", "best"] = Field(
         "final",
-        description="evaluate the final model, or each replicate at its best validation loss",
+        description="`final`: evaluate the trained model; `best`: each replicate at its "
+        "lowest validation loss (see Diverged replicates and the best model)",
     )
     goal_radius: PositiveNumber = Field(
         0.05,
@@ -155,15 +181,24 @@ class EvaluationConfig(Block):
     )
     conditions: dict[
         Name, Annotated[tuple[AnyPerturbation, ...], Field(max_length=MAX_PERTURBATIONS)]
-    ] = Field({"unperturbed": ()}, min_length=1, max_length=MAX_CONDITIONS)
+    ] = Field(
+        {"unperturbed": ()},
+        min_length=1,
+        max_length=MAX_CONDITIONS,
+        description="the conditions every experiment is evaluated in: names mapped to "
+        "lists of perturbations (`[]`: none). States and metrics get a `condition` dim in "
+        "this order; every condition runs the same reaches with the same noise",
+    )
 
 
 class FiguresConfig(Block):
     """Figure files: format, resolution and how many replicates to draw."""
 
-    format: Literal["png", "pdf", "svg"] = "png"
-    dpi: Annotated[PositiveInt, Field(ge=10)] = 120
-    max_replicates: PositiveInt = 5
+    format: Literal["png", "pdf", "svg"] = Field("png", description="file format")
+    dpi: Annotated[PositiveInt, Field(ge=10)] = Field(
+        120, description="resolution of raster figures"
+    )
+    max_replicates: PositiveInt = Field(5, description="replicates drawn in the trajectory figure")
 
 
 # Per-trial metrics a protocol figure can show: every metric of `reach_metrics` but
@@ -175,7 +210,12 @@ class ProtocolSpec(Block):
     """A protocol: experiments as the stages of one story (e.g. baseline, adaptation,
     washout), drawn side by side in each evaluation condition."""
 
-    stages: tuple[Name, ...] = Field(min_length=1, max_length=100)
+    stages: tuple[Name, ...] = Field(
+        min_length=1,
+        max_length=100,
+        description="experiment names, in order (e.g. `[baseline, adapt, washout]`, chained "
+        "with `init_from`)",
+    )
     metric: ProtocolMetric = Field(
         "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
     )
@@ -187,20 +227,36 @@ SITE_NAME = r"^[A-Za-z0-9_.]+$"
 class StageResources(Block):
     """A stage's job size and, on SLURM, where it runs."""
 
-    threads: PositiveInt = 1
-    mem_mb: PositiveInt = 2000
-    runtime: PositiveInt = Field(30, description="minutes")
-    gpus: NonNegativeInt = 0
+    threads: PositiveInt = Field(
+        1,
+        description="cores of the job (`--cpus-per-task` on SLURM). A train job on the CPU "
+        "runs one XLA CPU device per thread and spreads the replicates over them (results "
+        "are identical for any thread count)",
+    )
+    mem_mb: PositiveInt = Field(2000, description="memory in MB (`--mem`)")
+    runtime: PositiveInt = Field(30, description="wall-time limit in minutes (`-t`)")
+    gpus: NonNegativeInt = Field(
+        0,
+        description="GPUs the job needs. Locally, `snakemake --resources gpu=N` runs at most "
+        "N GPUs' worth of jobs at once and each job claims GPUs of its own; on SLURM it "
+        "becomes `--gpus=N`",
+    )
     gpu_model: Annotated[Text, Field(pattern=SITE_NAME)] | None = Field(
-        None, description="SLURM: --gpus=<gpu_model>:<gpus>"
+        None,
+        description="SLURM: ask for this GPU type, `--gpus=<gpu_model>:<gpus>` (needs `gpus` >= 1)",
     )
     gres: (
         Annotated[Text, Field(pattern=r"^[A-Za-z0-9_]+(:[A-Za-z0-9_.]+)?(:[0-9]+[TGM]?)?$")] | None
     ) = Field(
         None,
-        description="SLURM: --gres=<gres>, for sites that take only --gres (instead of gpus)",
+        description="SLURM: `--gres=<gres>` (e.g. `gpu:a100:1`) for sites that take only "
+        "`--gres`; use it instead of `gpus`",
     )
-    slurm_partition: Annotated[Text, Field(pattern=r"^[A-Za-z0-9_.,-]+$")] | None = None
+    slurm_partition: Annotated[Text, Field(pattern=r"^[A-Za-z0-9_.,-]+$")] | None = Field(
+        None,
+        description="SLURM partition of this stage's jobs, e.g. a GPU partition for `train` "
+        "(`null`: the profile's)",
+    )
 
     @model_validator(mode="after")
     def _one_way_to_ask_for_gpus(self) -> StageResources:
@@ -247,11 +303,13 @@ class WorkflowConfig(Block):
     statistics: StatisticsConfig = StatisticsConfig()
     resources: ResourcesConfig = ResourcesConfig()
     track_code: Boolean = Field(
-        False, description="rerun training when the motorflow library's source changes"
+        False,
+        description="also rerun training and evaluation when the motorflow library's source "
+        "changes",
     )
     jax_cache_dir: Text = Field(
         ".jax_cache",
-        description="persistent JAX compilation cache shared by all stages ('' disables it)",
+        description="persistent JAX compilation cache shared by all stages (`''` turns it off)",
     )
 
     def filled_sections(self) -> dict[str, Any]:

@@ -6,8 +6,8 @@ weight matrix ``W[post, pre]`` of a cell that has one (``rnn``, ``leaky``) and, 
 Dale's law, optionally on the readout's columns. Projections (signs, masks) run
 before rescaling (norm caps), so a cap never breaks a sign or a missing
 connection: scaling by a positive factor keeps both. `CONSTRAINTS` maps ``kind``
-names to their classes; adding one is its module, its entry there, its row in
-config/README.md and its tests.
+names to their classes; adding one is its module, its entry there and its tests
+(``python -m motorflow docs`` gives it a section in config/README.md).
 """
 
 from __future__ import annotations

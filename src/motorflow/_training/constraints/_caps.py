@@ -7,6 +7,7 @@ from typing import ClassVar, Literal
 
 import jax.numpy as jnp
 from jaxtyping import Array, Float
+from pydantic import Field
 
 from ..._config_base import PositiveNumber
 from ._base import AbstractConstraint, Weight
@@ -36,6 +37,11 @@ class SpectralRadius(_Cap):
     host CPU on a GPU (JAX's nonsymmetric ``eig``)."""
 
     kind: Literal["spectral_radius"] = "spectral_radius"
+    max: PositiveNumber = Field(
+        1.0,
+        description="cap on the largest eigenvalue modulus of `W` (an eigendecomposition "
+        "per update; on a GPU JAX runs it on the host CPU)",
+    )
 
     @staticmethod
     def measure(weight):
@@ -47,6 +53,7 @@ class SpectralNorm(_Cap):
     a bound on how much one step can stretch any hidden state."""
 
     kind: Literal["spectral_norm"] = "spectral_norm"
+    max: PositiveNumber = Field(1.0, description="cap on the largest singular value of `W`")
 
     @staticmethod
     def measure(weight):

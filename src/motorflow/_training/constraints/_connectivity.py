@@ -18,8 +18,14 @@ class Connectivity(AbstractConstraint):
     Without `self_connections`, no unit connects to itself."""
 
     kind: Literal["connectivity"] = "connectivity"
-    density: float = Field(1.0, gt=0, le=1)
-    self_connections: Boolean = True
+    density: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="each recurrent connection exists with this probability, drawn once "
+        "per replicate from the experiment's seed; missing ones stay 0",
+    )
+    self_connections: Boolean = Field(True, description="`false`: no unit connects to itself")
 
     def prepare(self, hidden_size, key):
         mask = jax.random.bernoulli(key, self.density, (hidden_size, hidden_size))

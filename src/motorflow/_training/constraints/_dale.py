@@ -20,8 +20,16 @@ class Dale(AbstractConstraint):
     e1004792, train E/I networks with 80% excitatory units."""
 
     kind: Literal["dale"] = "dale"
-    excitatory_fraction: float = Field(0.8, gt=0, lt=1)
-    readout: Boolean = False
+    excitatory_fraction: float = Field(
+        0.8,
+        gt=0,
+        lt=1,
+        description="the first `round(fraction * hidden_size)` units are excitatory "
+        "(outgoing weights >= 0), the rest inhibitory (<= 0)",
+    )
+    readout: Boolean = Field(
+        False, description="also constrain the readout's weights from each unit to its sign"
+    )
 
     def signs(self, hidden_size: int) -> Float[Array, " pre"]:
         n_excitatory = round(self.excitatory_fraction * hidden_size)

@@ -32,11 +32,11 @@ class TruncatedBPTT(AbstractLearningRule):
     flows back into an earlier segment. NeuroTorch's ``optim_time_steps``."""
 
     kind: Literal["truncated_bptt"] = "truncated_bptt"
-    window: PositiveInt = Field(10, description="steps a gradient flows back through")
+    window: PositiveInt = Field(10, description="the steps a gradient flows back through")
     update_every: PositiveInt | None = Field(
         None,
-        description="update the parameters after every this many steps of a rollout "
-        "(none: once per rollout)",
+        description="update the parameters after every this many steps of a rollout, "
+        "within it (`null`: once per rollout)",
     )
 
     def gradient_window(self) -> int:

@@ -114,14 +114,17 @@ class EProp(AbstractLearningRule):
     kind: Literal["eprop"] = "eprop"
     feedback: Literal["random", "symmetric"] = Field(
         "random",
-        description="how output errors reach the hidden units: fixed random weights, "
-        "or the readout's transpose",
+        description="how output errors reach the hidden units: `random` (fixed random "
+        "weights, drawn per replicate from the experiment's seed) or `symmetric` (the "
+        "readout's transpose)",
     )
     feedback_scale: PositiveNumber = Field(
-        1.0, description="random feedback: std of the weights times sqrt(hidden units)"
+        1.0, description="random feedback: the weights' std times `sqrt(hidden_size)`"
     )
     trace_clip: PositiveNumber | None = Field(
-        None, description="clip each eligibility trace's norm to this (none: no clipping)"
+        None,
+        description="clip each eligibility trace's norm (per weight array and trial) to "
+        "this (`null`: no clipping)",
     )
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"

@@ -61,7 +61,9 @@ class RLS(AbstractLearningRule):
 
     kind: Literal["rls"] = "rls"
     regularization: PositiveNumber = Field(
-        1.0, description="the information matrix P^-1 starts as regularization I (FORCE's alpha)"
+        1.0,
+        description="the information matrix of `[hidden; 1]` (FORCE's `P` inverted) starts "
+        "as `regularization I` (FORCE's alpha)",
     )
     movement_time: PositiveNumber = Field(
         0.5, description="duration (s) of the minimum-jerk reach the targets follow"
@@ -69,7 +71,7 @@ class RLS(AbstractLearningRule):
     update_every: PositiveInt | None = Field(
         None,
         description="update the readout after every this many steps of a rollout, within "
-        "it (1: FORCE's online form; none: once per rollout)",
+        "it (`1`: FORCE's online form; `null`: once per rollout)",
     )
     exact_gradient = False
 

@@ -14,7 +14,8 @@ with no update of a unit's weight onto itself. The rules act on
 - ``readout``: the readout weights, post = the network output, pre = the hidden state.
 
 `UPDATE_RULES` maps ``kind`` names to their classes; adding one is its module (a class
-with its ``delta``), its entry there, its row in config/README.md and its tests.
+with its ``delta``), its entry there and its tests (``python -m motorflow docs`` gives
+it a section in config/README.md).
 """
 
 from __future__ import annotations

@@ -21,12 +21,23 @@ class AbstractUpdateRule(Block):
     (`lag`) and after which batches it runs (`batches`, a schedule; default every one)."""
 
     kind: str
-    rate: PositiveNumber
-    target: Literal["recurrent", "readout"] = "recurrent"
-    lag: Literal[0, 1] = Field(
-        0, description="recurrent only: pair the hidden state at t with that at t - lag"
+    rate: PositiveNumber = Field(description="the update's scale")
+    target: Literal["recurrent", "readout"] = Field(
+        "recurrent",
+        description="`recurrent`: the cell's recurrent matrix (a `gru`'s candidate-activation "
+        "rows of `weight_hh`), pre- and postsynaptic activity the hidden state; `readout`: "
+        "the readout weights, post the network's output, pre the hidden state",
     )
-    batches: BatchSchedule = BatchSchedule(every=1)
+    lag: Literal[0, 1] = Field(
+        0,
+        description="`recurrent` only: pair the hidden state at step t with that at t - "
+        "`lag` (`0`: the same step; `1`: the state that drove step t; zeros before the "
+        "first)",
+    )
+    batches: BatchSchedule = Field(
+        BatchSchedule(every=1),
+        description="a schedule (see Schedules): after which batches the rule runs",
+    )
 
     @model_validator(mode="after")
     def _lag_only_for_recurrent(self) -> AbstractUpdateRule:
