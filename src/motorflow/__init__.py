@@ -35,6 +35,7 @@ from ._analysis._fixed_points import (
     sample_starts,
     steady_inputs,
 )
+from ._analysis._jpca import JPCAAnalysis, hidden_jpca
 from ._analysis._pca import PCAAnalysis, hidden_pca
 from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
 from ._analysis._tuning import TuningAnalysis, directional_tuning
@@ -56,6 +57,7 @@ from ._figures import (
     plot_arm_postures,
     plot_comparison,
     plot_fixed_points,
+    plot_jpca,
     plot_loss_history,
     plot_pca_trajectories,
     plot_protocol,
@@ -201,6 +203,7 @@ __all__ = [
     "GRUCell",
     "HiddenTerm",
     "HoldTerm",
+    "JPCAAnalysis",
     "LeakyCell",
     "LossConfig",
     "ModelConfig",
@@ -252,6 +255,7 @@ __all__ = [
     "empty_history",
     "evaluate",
     "find_fixed_points",
+    "hidden_jpca",
     "hidden_pca",
     "history_dataset",
     "learning_rate_schedule",
@@ -266,6 +270,7 @@ __all__ = [
     "plot_arm_postures",
     "plot_comparison",
     "plot_fixed_points",
+    "plot_jpca",
     "plot_loss_history",
     "plot_pca_trajectories",
     "plot_protocol",

@@ -11,6 +11,7 @@ from .._config_base import Block, NonNegativeInt, PositiveInt, PositiveNumber
 from .._metrics import METRIC_UNITS
 from ._base import AbstractAnalysis
 from ._fixed_points import FixedPointsAnalysis
+from ._jpca import JPCAAnalysis
 from ._pca import PCAAnalysis
 from ._tuning import TuningAnalysis
 
@@ -21,7 +22,8 @@ SummaryMetric = Literal[("final_validation_loss", *METRIC_UNITS)]
 
 # Every hidden-state analysis by name, in the order of the analysis store's variables.
 ANALYSES: dict[str, type[AbstractAnalysis]] = {
-    analysis.NAME: analysis for analysis in (PCAAnalysis, FixedPointsAnalysis, TuningAnalysis)
+    analysis.NAME: analysis
+    for analysis in (PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis)
 }
 
 
@@ -40,7 +42,7 @@ AnalysisConfig = pydantic.create_model(
     **{name: (analysis, analysis()) for name, analysis in ANALYSES.items()},
     replicate=(
         NonNegativeInt,
-        Field(0, description="the replicate drawn in the PCA and fixed-point figures"),
+        Field(0, description="the replicate drawn in the PCA, fixed-point and jPCA figures"),
     ),
 )
 

@@ -4,7 +4,7 @@ they share)."""
 
 from ._arm import plot_arm_postures
 from ._comparison import plot_comparison
-from ._hidden_states import plot_fixed_points, plot_pca_trajectories, plot_tuning
+from ._hidden_states import plot_fixed_points, plot_jpca, plot_pca_trajectories, plot_tuning
 from ._losses import plot_loss_history
 from ._protocol import plot_protocol, protocol_summary
 from ._reaches import plot_speed_profiles, plot_trajectories
@@ -17,6 +17,7 @@ __all__ = [
     "plot_arm_postures",
     "plot_comparison",
     "plot_fixed_points",
+    "plot_jpca",
     "plot_loss_history",
     "plot_pca_trajectories",
     "plot_protocol",

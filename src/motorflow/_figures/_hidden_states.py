@@ -1,4 +1,5 @@
-"""Figures of the hidden-state analyses: PCA trajectories, fixed points, directional tuning.
+"""Figures of the hidden-state analyses: PCA trajectories, fixed points, directional
+tuning and jPCA planes.
 
 Like `motorflow._figures`, every function builds a standalone `Figure` (no pyplot).
 """
@@ -18,6 +19,7 @@ from ._style import (
     by_condition,
     condition_label,
     no_data,
+    square_limits,
     suptitle,
 )
 
@@ -210,4 +212,56 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     else:
         no_data(depth_ax)
     suptitle(fig, title)
+    return fig
+
+
+def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
+    """One replicate's hidden trajectories in its top jPC plane, a panel per condition,
+    coloured by goal angle, as Churchland et al. (2012, Fig. 3) draw them: starts are
+    dots, ends arrowheads; each panel's title gives the rotational fit's R² over the
+    unconstrained fit's.
+
+    **Arguments:**
+
+    - `jpca`: the Dataset from `hidden_jpca`, with ``jpca_projection`` `(replicate,
+      condition, trial, jpca_time, jpc)`, the R² variables and the ``goal_angle`` coord.
+    - `replicate`: the replicate drawn.
+    - `title`: figure title.
+    """
+    jpca = by_condition(jpca)
+    shown = jpca.sel(replicate=replicate)
+    conditions = list(shown.condition.values)
+    colors = angle_colors(jpca.goal_angle)
+    fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.6), layout="constrained")
+    axes = list(fig.subplots(1, len(conditions), squeeze=False).flat)
+    for ax, condition in zip(axes, conditions):
+        one = shown.sel(condition=condition)
+        paths = one.jpca_projection.transpose("trial", "jpca_time", "jpc").values
+        if not np.isfinite(paths).any():
+            no_data(ax, "no data (NaN states, or no rotation)")
+        else:
+            for path, color in zip(paths, colors):
+                ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
+                ax.scatter(path[0, 0], path[0, 1], s=12, color=color, zorder=3)
+                if len(path) > 1:
+                    ax.annotate(
+                        "",
+                        xy=path[-1],
+                        xytext=path[-2],
+                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.2},
+                    )
+            square_limits(ax, paths.reshape(-1, 2))
+        ratio = float(one.jpca_r2_ratio)
+        skew, best = float(one.jpca_r2_skew), float(one.jpca_r2_best)
+        ax.set_xlabel("jPC1 (a.u.)")
+        ax.set_ylabel("jPC2 (a.u.)")
+        ax.set_title(
+            f"{condition_label(jpca, condition)}\n"
+            f"R² rotation {skew:.2f} / linear {best:.2f} = {ratio:.2f}",
+            fontsize="medium",
+        )
+    start = Line2D([], [], ls="", marker="o", ms=4, color="0.3", label="start of the window")
+    fig.legend(handles=[start], loc="outside lower center", fontsize="small")
+    add_angle_colorbar(fig, axes)
+    suptitle(fig, f"{title} jPCA (replicate {replicate})".strip())
     return fig
