@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from motorflow._plant import ArmState, TwoLinkArm, step
+from motorflow._plants import ArmState, TwoLinkArm, step
 
 FREE_ARM = TwoLinkArm(joint_limits=None, max_joint_speed=None)
 ZERO = jnp.zeros(2)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import motorflow
-from motorflow._plant import PLANTS, AbstractPlant, ArmState, MuscleArm, TwoLinkArm, step
+from motorflow._plants import PLANTS, AbstractPlant, ArmState, MuscleArm, TwoLinkArm, step
 
 ZERO = jnp.zeros(2)
 
@@ -217,7 +217,7 @@ def test_registry_names_and_control_sizes():
 
 def test_reachability_needs_no_jax_backend():
     """Config validation runs is_reachable in a process that must not start a JAX backend."""
-    # Stub the parent package so that only motorflow._plant (and JAX, NumPy) load: faster,
+    # Stub the parent package so that only motorflow._plants (and JAX, NumPy) load: faster,
     # and it shows the plants need nothing else from motorflow.
     script = f"""
 import sys, types
@@ -225,7 +225,7 @@ package = types.ModuleType("motorflow")
 package.__path__ = {list(motorflow.__path__)!r}
 sys.modules["motorflow"] = package
 import jax._src.xla_bridge as xla_bridge
-from motorflow._plant import PLANTS
+from motorflow._plants import PLANTS
 for config in PLANTS.values():
     plant = config().build()
     plant.is_reachable([0.05, 0.42])

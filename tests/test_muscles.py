@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from motorflow._plant import MuscleArm, MuscleArmState, TwoLinkArm, hill_force, step
+from motorflow._plants import MuscleArm, MuscleArmState, TwoLinkArm, hill_force, step
 
 PLANT = MuscleArm()
 ZERO = jnp.zeros(2)

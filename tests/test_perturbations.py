@@ -9,8 +9,8 @@ from conftest import raises_config_error, tiny_model_config, tiny_task, tiny_tra
 
 import motorflow as mf
 import motorflow.pipeline as mfp
-from motorflow._perturb import endpoint_force
-from motorflow._plant import step
+from motorflow._perturbations import endpoint_force
+from motorflow._plants import step
 
 DT, N_STEPS = 0.01, 60
 

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from motorflow._plant import PointMass, PointMassState, step
+from motorflow._plants import PointMass, PointMassState, step
 
 MASS, DAMPING, DT = 1.3, 0.7, 0.05
 

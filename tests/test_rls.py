@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import motorflow as mf
-from motorflow._plant import step
-from motorflow._task import Trials
+from motorflow._plants import step
+from motorflow._tasks import Trials
 from motorflow._training.rules import minimum_jerk, rls_update, target_outputs
 
 

@@ -9,9 +9,9 @@ Families of interchangeable parts are private sub-packages, each a small interfa
 member is chosen by its name in the config (a `kind`, or a key). A member that is a
 part of the model's pytree (a cell, a plant) is the Equinox module its config block
 builds; a metric, which has no settings, is a plain class; any other member is its
-config block itself, carrying its behaviour. The families:
-cells (``_cells``, `CELLS`), plants (``_plant``, `PLANTS`), perturbations
-(``_perturb``, `PERTURBATIONS`), tasks (``_task``, `TASKS`), loss terms (``_losses``,
+config block itself, carrying its behaviour. The families: cells (``_cells``,
+`CELLS`), plants (``_plants``, `PLANTS`), perturbations (``_perturbations``,
+`PERTURBATIONS`), tasks (``_tasks``, `TASKS`), loss terms (``_losses``,
 `LOSS_TERMS`), learning rules (``_training/rules``, `LEARNING_RULES`), weight
 constraints (``_training/constraints``, `CONSTRAINTS`) and update rules
 (``_training/update_rules``, `UPDATE_RULES`), reach metrics (``_metrics``, `METRICS`)
@@ -97,7 +97,7 @@ from ._model._saved_ensembles import (
     load_training_record,
     save_ensemble,
 )
-from ._perturb import (
+from ._perturbations import (
     PERTURBATIONS,
     AbstractPerturbation,
     ConstantField,
@@ -111,7 +111,7 @@ from ._perturb import (
     draw_params,
     total_effects,
 )
-from ._plant import (
+from ._plants import (
     PLANTS,
     AbstractPlant,
     ArmConfig,
@@ -122,7 +122,7 @@ from ._plant import (
     PointMassConfig,
     TwoLinkArm,
 )
-from ._task import (
+from ._tasks import (
     TASKS,
     CenterOut,
     CenterOutConfig,

@@ -25,8 +25,8 @@ from ._config_base import (
     plain,
 )
 from ._losses import LossConfig
-from ._plant import AnyPlantConfig, PointMassConfig
-from ._task import TaskConfig, WorkspaceTask
+from ._plants import AnyPlantConfig, PointMassConfig
+from ._tasks import TaskConfig, WorkspaceTask
 from ._training._schedule import BatchSchedule, TimedSchedule
 from ._training.constraints import AnyConstraint
 from ._training.rules import BPTT, AnyLearningRule

@@ -17,8 +17,8 @@ from ._config import ModelConfig
 from ._model._ensemble import n_replicates
 from ._model._episode import run_trials
 from ._model._loop import Rollout
-from ._perturb import AbstractPerturbation, draw_conditions
-from ._task import CenterOut, Task, Trials
+from ._perturbations import AbstractPerturbation, draw_conditions
+from ._tasks import CenterOut, Task, Trials
 
 COMPONENTS = np.array(["x", "y"], dtype=object)
 # The condition an experiment is evaluated in when the config names none.

@@ -16,7 +16,7 @@ from .._config_base import Block
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from .._task import CenterOut, Task
+    from .._tasks import CenterOut, Task
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from .._cells import AbstractCell
 from .._config_base import NonNegativeNumber, PositiveInt, PositiveNumber
-from .._task import CenterOut, Task
+from .._tasks import CenterOut, Task
 from ._base import AbstractAnalysis, AnalysisInputs
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray
 
-from .._perturb import Effects, TrialGeometry, total_effects
-from .._task import Task, Trials
+from .._perturbations import Effects, TrialGeometry, total_effects
+from .._tasks import Task, Trials
 from ._loop import PLAIN, ClosedLoop, LoopState, Rollout, RolloutOptions
 
 

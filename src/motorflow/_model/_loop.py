@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, Int, PRNGKeyArray, PyTree
 
-from .._perturb import Effects, endpoint_force
-from .._plant import AbstractPlant, step
+from .._perturbations import Effects, endpoint_force
+from .._plants import AbstractPlant, step
 from ._feedback import FeedbackChannel
 from ._network import Network
 
@@ -121,7 +121,7 @@ class ClosedLoop(eqx.Module):
     ) -> Rollout:
         """Run ``len(task_input)`` steps with the effector starting at (`init_pos`, `init_vel`).
 
-        `effects` are the perturbations' per-step effects (see `motorflow._perturb`):
+        `effects` are the perturbations' per-step effects (see `motorflow._perturbations`):
         an endpoint force and a curl field act on the plant during each step (the curl
         force follows the velocity within the step's sub-steps), and an offset is added
         to the sensed position before the feedback delay. Goal displacements are the

@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 
 from .._config import TrainConfig
 from .._faults import kill_point
-from .._task import CenterOut, Task, Trials
+from .._tasks import CenterOut, Task, Trials
 from ._divergence import HEALTHY, DivergencePolicy
 from ._history import (
     History,

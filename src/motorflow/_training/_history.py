@@ -10,8 +10,8 @@ import numpy as np
 import xarray as xr
 
 from .._evaluate import COMPONENTS
-from .._task import Trials
-from .._task._dataset import trial_variables
+from .._tasks import Trials
+from .._tasks._dataset import trial_variables
 from ._run_record import named_arrays
 
 History = dict[str, dict[str, np.ndarray] | np.ndarray]

@@ -11,7 +11,7 @@ from jaxtyping import PRNGKeyArray
 
 from .._config import TrainConfig
 from .._identity import code_version, json_digest, tree_digest
-from .._task import CenterOut, Task, Trials
+from .._tasks import CenterOut, Task, Trials
 
 
 def trials_to_validate_on(task: Task, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:

@@ -22,7 +22,7 @@ from jaxtyping import PyTree
 from .._losses import Span, loss_terms, total_loss
 from .._model._episode import run_segment, trial_drive
 from .._model._loop import PLAIN
-from .._task import Trials
+from .._tasks import Trials
 from .rules import Batch
 
 if TYPE_CHECKING:

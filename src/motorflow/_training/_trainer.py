@@ -18,7 +18,7 @@ from .._losses import loss_terms, total_loss
 from .._model._ensemble import n_replicates, take_replicate
 from .._model._episode import run_trials
 from .._model._loop import PLAIN, RolloutOptions
-from .._task import Task, Trials
+from .._tasks import Task, Trials
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
 from ._segments import learn_in_segments

@@ -17,7 +17,7 @@ from .._analysis._statistics import replicate_values, summarise, summary_table
 from .._config import TaskConfig
 from .._figures import plot_comparison, plot_sweep
 from .._model._saved_ensembles import load_ensemble
-from .._task import Task
+from .._tasks import Task
 from ._experiments import experiment_keys
 from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset

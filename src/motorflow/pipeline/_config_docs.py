@@ -27,9 +27,9 @@ from pydantic.fields import FieldInfo
 
 from .._config import ModelConfig, SnapshotConfig, TrainConfig
 from .._config_base import Block
-from .._perturb import PERTURBATIONS, AbstractPerturbation
-from .._plant import PLANTS, PlantConfig
-from .._task import TASKS, TaskConfig, parse_task
+from .._perturbations import PERTURBATIONS, AbstractPerturbation
+from .._plants import PLANTS, PlantConfig
+from .._tasks import TASKS, TaskConfig, parse_task
 from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule

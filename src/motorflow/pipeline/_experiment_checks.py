@@ -17,7 +17,7 @@ from .._config import (
 )
 from .._config_base import ConfigError
 from .._model._ensemble import make_ensemble
-from .._task import Task
+from .._tasks import Task
 from ._workflow_config import ExperimentSpec, WorkflowConfig
 
 if TYPE_CHECKING:  # it imports these checks

@@ -25,7 +25,7 @@ from .._config import (
 from .._config_base import ConfigError, over_block
 from .._identity import json_digest
 from .._model._ensemble import build_model
-from .._task import Task
+from .._tasks import Task
 from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,

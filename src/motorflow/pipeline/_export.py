@@ -11,7 +11,7 @@ from .._atomic import atomic_directory
 from .._config import TaskConfig
 from .._model._ensemble import n_replicates, take_replicate
 from .._model._saved_ensembles import load_ensemble, load_training_record, save_ensemble
-from .._task import Task
+from .._tasks import Task
 from ._results import MODELS, ResultsError, experiment_folder, experiment_settings
 
 MODEL_FILE = "model.eqx"

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._config import RESUME_ONLY_KEYS, ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
-from .._plant import ArmConfig
+from .._plants import ArmConfig
 from ._experiments import Experiment
 from ._workflow_config import EvaluationConfig, WorkflowConfig
 

@@ -33,7 +33,7 @@ from .._model._saved_ensembles import (
     load_training_record,
     save_ensemble,
 )
-from .._task import Task
+from .._tasks import Task
 from .._training._checkpoint import CheckpointStore
 from .._training._driver import train
 from .._training._history import history_dataset

@@ -21,9 +21,9 @@ import xarray as xr
 from .._atomic import atomic_directory
 from .._evaluate import COMPONENTS
 from .._faults import kill_point
-from .._perturb import PERTURBATIONS, AbstractPerturbation
-from .._task import CenterOut, Trials
-from .._task._dataset import GO_STEP, TRIAL_FIELDS, perturbation_variable_name, trial_variables
+from .._perturbations import PERTURBATIONS, AbstractPerturbation
+from .._tasks import CenterOut, Trials
+from .._tasks._dataset import GO_STEP, TRIAL_FIELDS, perturbation_variable_name, trial_variables
 
 
 class StoreError(ValueError):

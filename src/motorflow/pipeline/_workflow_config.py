@@ -32,8 +32,8 @@ from .._config_base import (
     config_error,
 )
 from .._metrics import METRIC_UNITS
-from .._perturb import AnyPerturbation
-from .._task import MAX_PERTURBATIONS, AnyTaskConfig
+from .._perturbations import AnyPerturbation
+from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
 
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_NAME_LENGTH = 64

@@ -12,7 +12,7 @@ from jaxtyping import PRNGKeyArray, PyTree
 
 from ..._config_base import Block
 from ..._model._loop import PLAIN, ClosedLoop, Rollout, RolloutOptions
-from ..._task import Task, Trials
+from ..._tasks import Task, Trials
 
 # The loss of one replicate's batch: ``loss(params, *, options=PLAIN, states=False)
 # -> (total, (terms, rollouts or None))``; `states` asks for the rollouts and the

@@ -18,7 +18,7 @@ from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float, Int
 
 from ..._model._loop import ClosedLoop
-from ..._task import Trials
+from ..._tasks import Trials
 
 
 def minimum_jerk(

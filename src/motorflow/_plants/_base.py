@@ -31,7 +31,7 @@ class AbstractPlant(eqx.Module):
 
     A plant is pure continuous-time dynamics: it maps a state pytree, a control vector
     and an external force to the state's time derivative (:meth:`vector_field`).
-    Stepping in time is :func:`motorflow._plant.step`'s job, which calls
+    Stepping in time is :func:`motorflow._plants.step`'s job, which calls
     :meth:`constrain` after every sub-step. A plant holds no trainable arrays; every
     setting is an `eqx.field(static=True)` float, int or tuple, so a changed setting
     changes the tree structure and can never hide as an unhashed leaf.
@@ -82,7 +82,7 @@ class AbstractPlant(eqx.Module):
     def constrain(self, state: PyTree) -> PyTree:
         """Project `state` back into the admissible set (joint limits, activation bounds).
 
-        :func:`motorflow._plant.step` applies it after every sub-step; a plant with no
+        :func:`motorflow._plants.step` applies it after every sub-step; a plant with no
         constraint returns `state` unchanged.
         """
 

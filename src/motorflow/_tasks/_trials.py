@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .._perturb import AbstractPerturbation, Params
+from .._perturbations import AbstractPerturbation, Params
 
 
 class Trials(eqx.Module):

@@ -12,7 +12,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from pydantic import Field
 
 from .._config_base import Block, Point, PositiveInt, PositiveNumber
-from .._perturb import AnyPerturbation
+from .._perturbations import AnyPerturbation
 from ._trials import CenterOut, Trials, center_out_layout, labelled
 
 # A list of perturbations has at most this many entries (each is a slot every trial carries).

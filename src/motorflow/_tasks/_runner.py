@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 
-from .._perturb import draw_all
+from .._perturbations import draw_all
 from ._base import TaskConfig
 from ._trials import CenterOut, Trials
 
