@@ -19,7 +19,7 @@ from workflow_helpers import (
     tiny_config,
 )
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 pytestmark = pytest.mark.workflow
 
@@ -40,7 +40,7 @@ def newest_checkpoint(experiment) -> int:
 
 def resumed_from(experiment) -> int:
     """The batch the training that wrote `experiment`'s history resumed from."""
-    record = mf.open_dataset(experiment / "history.zarr").attrs["run_record"]
+    record = mfp.open_dataset(experiment / "history.zarr").attrs["run_record"]
     return json.loads(record)["resumed_from_batch"]
 
 

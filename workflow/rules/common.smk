@@ -114,7 +114,9 @@ JOB_RUN_SETTINGS = mfp.job_run_settings(SETTINGS, EXPERIMENTS)
 
 def run_settings(rule, wildcard):
     """The rule's `run` resource: each job's run settings as canonical JSON text."""
-    return lambda wildcards: mfp.canonical_json(JOB_RUN_SETTINGS[(rule, wildcards[wildcard])])
+    return lambda wildcards: mfp.canonical_json(
+        JOB_RUN_SETTINGS[(rule, wildcards[wildcard])]
+    )
 
 
 def dataset_of(wildcards):
