@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from motorflow._analysis._tuning import directional_tuning
+from motorflow._analysis._tuning import directional_tuning, preferred_direction_axis
 
 N_REP, N_COND, N_TRIALS, N_STEPS, N_UNITS = 2, 2, 8, 30, 5
 STILL = 10  # the hand rests for the first steps (a delayed reach's hold)
@@ -99,3 +99,53 @@ def test_too_few_directions_are_refused(tuned):
 
     with pytest.raises(ValueError, match="at least 3 directions"):
         directional_tuning(states, speed_threshold=0.2)
+
+
+def _tuning_of(preferred: np.ndarray, r_squared: np.ndarray) -> xr.Dataset:
+    dims = ("replicate", "condition", "unit")
+    return xr.Dataset(
+        {
+            "preferred_direction": (dims, preferred[None, None]),
+            "r_squared": (dims, r_squared[None, None]),
+        }
+    )
+
+
+def _one(result: xr.Dataset) -> xr.Dataset:
+    """The statistics of the one replicate and condition."""
+    return result.isel(replicate=0, condition=0)
+
+
+def test_two_opposite_modes_are_bimodal_along_their_axis_and_uniform_ones_are_not():
+    rng = np.random.default_rng(0)
+    n = 200
+    axis = 2.0  # rad: the modes at 2.0 and 2.0 + π
+    modes = axis + np.pi * rng.integers(0, 2, n) + rng.vonmises(0, 8, n)
+    bimodal = _one(
+        preferred_direction_axis(
+            _tuning_of(np.mod(modes, 2 * np.pi), np.ones(n)), min_r_squared=0.5
+        )
+    )
+    # E[cos 2x] = I2(8)/I0(8) = 0.77 for von Mises spread κ = 8
+    assert float(bimodal.pd_bimodality) > 0.65
+    np.testing.assert_allclose(float(bimodal.pd_axis), axis, atol=0.1)
+    assert float(bimodal.pd_uniformity_p) < 1e-10
+    uniform = _one(
+        preferred_direction_axis(
+            _tuning_of(rng.uniform(0, 2 * np.pi, n), np.ones(n)), min_r_squared=0.5
+        )
+    )
+    assert float(uniform.pd_bimodality) < 0.2
+    assert float(uniform.pd_uniformity_p) > 0.01
+    assert int(uniform.pd_n_tuned) == n
+
+
+def test_only_well_tuned_units_count():
+    preferred = np.array([0.5, 0.5 + np.pi, 0.5, 2.0, 2.1])
+    r_squared = np.array([0.9, 0.8, 0.7, 0.1, 0.2])
+    result = _one(preferred_direction_axis(_tuning_of(preferred, r_squared), min_r_squared=0.5))
+    assert int(result.pd_n_tuned) == 3
+    np.testing.assert_allclose(float(result.pd_bimodality), 1, atol=1e-12)
+    np.testing.assert_allclose(float(result.pd_axis), 0.5, atol=1e-12)
+    none = _one(preferred_direction_axis(_tuning_of(preferred, r_squared), min_r_squared=0.95))
+    assert int(none.pd_n_tuned) == 0 and np.isnan(float(none.pd_bimodality))

@@ -8,7 +8,7 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from .._config_base import PositiveNumber
+from .._config_base import NonNegativeNumber, PositiveNumber
 from ._base import AbstractAnalysis, AnalysisInputs
 
 if TYPE_CHECKING:
@@ -99,6 +99,42 @@ def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Data
     )
 
 
+def preferred_direction_axis(tuning: xr.Dataset, *, min_r_squared: float) -> xr.Dataset:
+    """How bimodal the well-tuned units' preferred directions are, and along which axis
+    (Lillicrap & Scott 2013; the statistic as Scott et al. 2001 and Verduzco-Flores &
+    De Schutter 2022 use it).
+
+    The preferred directions ``theta_pd`` of the units whose cosine fit has
+    ``r_squared`` at least `min_r_squared` are doubled, so that two opposite modes
+    add up: ``r = |mean(exp(2i theta_pd))|`` is 0 for a uniform distribution and 1 for
+    all units on one axis, and the axis is half the doubled mean's angle. Its
+    uniformity test is Rayleigh's on the doubled angles, with Zar's (1999, eq. 27.4)
+    approximation of the p-value: ``exp(sqrt(1 + 4n + 4(n² - R²)) - (1 + 2n))``,
+    ``R = n r``.
+
+    Returns ``pd_bimodality`` (`r`), ``pd_axis`` (rad, in [0, π)), ``pd_uniformity_p``
+    and ``pd_n_tuned`` `(replicate, condition)`; NaN (and 0 tuned) where no unit is
+    tuned.
+    """
+    tuned = tuning.r_squared >= min_r_squared
+    doubled = np.exp(2j * tuning.preferred_direction.where(tuned))
+    n = tuned.sum("unit")
+    resultant = doubled.sum("unit", skipna=True) / n.where(n > 0)
+    length = np.abs(resultant)
+    axis = np.mod(np.arctan2(resultant.imag, resultant.real) / 2, np.pi)
+    big_r = n * length
+    with np.errstate(invalid="ignore"):
+        p_value = np.exp(np.sqrt(1 + 4 * n + 4 * (n**2 - big_r**2)) - (1 + 2 * n))
+    return xr.Dataset(
+        {
+            "pd_bimodality": length.assign_attrs(units="1"),
+            "pd_axis": axis.where(n > 0).assign_attrs(units="rad"),
+            "pd_uniformity_p": p_value.clip(max=1).where(n > 0).assign_attrs(units="1"),
+            "pd_n_tuned": n.assign_attrs(units="1"),
+        }
+    )
+
+
 class TuningAnalysis(AbstractAnalysis):
     """Directional tuning: a cosine fit of each unit's activity during movement."""
 
@@ -110,8 +146,19 @@ class TuningAnalysis(AbstractAnalysis):
         "cosine fit: the steps at or above this fraction of the trial's peak hand speed",
     )
 
+    min_r_squared: Annotated[NonNegativeNumber, Field(le=1)] = Field(
+        0.5,
+        description="the units whose cosine fit explains at least this share of their "
+        "activity's variance across directions count in the preferred directions' "
+        "bimodality and axis",
+    )
+
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
-        return directional_tuning(inputs.states, speed_threshold=self.speed_threshold)
+        tuning = directional_tuning(inputs.states, speed_threshold=self.speed_threshold)
+        return xr.merge(
+            [tuning, preferred_direction_axis(tuning, min_r_squared=self.min_r_squared)],
+            combine_attrs="override",
+        )
 
     @classmethod
     def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
