@@ -181,6 +181,6 @@ def test_a_train_job_warned_by_slurm_checkpoints_and_its_retry_resumes_there(clu
     assert "task 0: Exited with exit code 1" in text and "User defined signal" not in text
     resumed = f"Resuming from the checkpoint at batch {batch} in"
     assert resumed in log.read_text(), log.read_text()[-3000:]
-    record = json.loads(mf.open_dataset(work / target).attrs["run_record"])
+    record = json.loads(mfp.open_dataset(work / target).attrs["run_record"])
     assert record["resumed_from_batch"] == batch
     assert_same_results(local, work, ["quiet"])
