@@ -429,6 +429,66 @@ def test_the_protocol_figure_shows_each_stage_in_each_condition(states):
     np.testing.assert_allclose(mean.get_ydata(), summary.sel(condition="null").mean("replicate"))
 
 
+def test_the_protocol_learning_curve_follows_the_stages_and_the_panels_draw_their_reaches(states):
+    metrics = reach_metrics(states).expand_dims(condition=["null", "curl"])
+    # Two stages with snapshots after 0, 5 and 10 batches; the lateral deviation of
+    # replicate r at snapshot s is (s + 1) * (r + 1) mm in the first stage, twice that
+    # in the second.
+    factor = xr.DataArray(
+        [1.0, 2.0, 3.0], dims="snapshot_step", coords={"snapshot_step": [0, 5, 10]}
+    )
+    curves = {
+        "adapt": (metrics * 0 + 1e-3) * factor * (metrics.replicate + 1),
+        "washout": (metrics * 0 + 2e-3) * factor * (metrics.replicate + 1),
+    }
+    curve = mf.protocol_curve(
+        curves, metric="max_lateral_deviation", stage_batches={"adapt": 10, "washout": 10}
+    )
+    assert curve.dims == ("point", "condition", "replicate")
+    assert curve.batch.values.tolist() == [0, 5, 10, 10, 15, 20]
+    assert curve.stage.values.tolist() == ["adapt"] * 3 + ["washout"] * 3
+    np.testing.assert_allclose(
+        curve.sel(condition="null", replicate=1).values, [2e-3, 4e-3, 6e-3, 4e-3, 8e-3, 12e-3]
+    )
+    interval = mf.curve_interval(curve, key=jax.random.key(0), n_resamples=200, confidence=0.9)
+    mean = curve.mean("replicate")
+    assert np.all(interval.sel(bound="low") <= mean + 1e-12)
+    assert np.all(interval.sel(bound="high") >= mean - 1e-12)
+    assert np.all(interval.sel(bound="high") > interval.sel(bound="low"))
+    summary = mf.protocol_summary(
+        {"adapt": metrics, "washout": metrics}, metric="max_lateral_deviation"
+    )
+    panel_list = [
+        {"stage": "adapt", "condition": "curl", "title": "late exposure"},
+        {"stage": "washout", "condition": "null", "title": ""},
+    ]
+    shifted = states.assign(pos=states.pos + 0.01).expand_dims(condition=["null", "curl"])
+    fig = mf.plot_protocol(
+        summary,
+        states={"adapt": states.expand_dims(condition=["null", "curl"]), "washout": shifted},
+        panels=panel_list,
+        curve=curve,
+        interval=interval,
+    )
+    axes = panels(fig)
+    assert len(axes) == 2 + 2 + 2  # paths, learning curve and stages, per panel/condition
+    assert [ax.get_title() for ax in axes[:2]] == ["late exposure", "washout, null"]
+    # Each trial: a thin path per replicate and their mean, thick.
+    thick = [line for line in axes[1].lines if line.get_linewidth() > 1.5]
+    assert len(thick) == states.sizes["trial"]
+    np.testing.assert_allclose(
+        thick[0].get_xydata(),
+        shifted.pos.isel(condition=0, trial=0).mean("replicate").values,
+        rtol=1e-6,
+    )
+    curve_null = axes[2]
+    means = [line for line in curve_null.lines if line.get_linewidth() == 2.0]
+    np.testing.assert_allclose(
+        np.concatenate([line.get_ydata() for line in means]), mean.sel(condition="null").values
+    )
+    assert [text.get_text().strip() for text in curve_null.texts] == ["adapt", "washout"]
+
+
 def test_a_diverged_replicate_is_marked_in_the_loss_trajectory_and_speed_figures(states):
     data = history(n_replicates=3)
     data["diverged_at"][:] = [-1, 12, -1]

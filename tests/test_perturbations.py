@@ -42,13 +42,14 @@ def nonzero_steps(values):
         (mf.FeedbackOffset(start=0.2, duration=0.25), "feedback", range(20, 45)),
         (mf.TargetJump(time=0.33), "goal", range(33, N_STEPS)),
         (mf.ConstantField(strength=2.0), "force", range(N_STEPS)),
-        (mf.CurlField(strength=5.0), "curl", range(N_STEPS)),
+        (mf.CurlField(strength=5.0), "viscosity", range(N_STEPS)),
+        (mf.ViscousField(scale=0.5), "viscosity", range(N_STEPS)),
     ],
 )
 def test_each_perturbation_acts_exactly_in_its_time_window(perturbation, field, steps):
     effects = effects_of(perturbation)
     assert nonzero_steps(getattr(effects, field)) == list(steps)
-    for other in ("force", "curl", "feedback", "goal"):
+    for other in ("force", "viscosity", "feedback", "goal"):
         if other != field:
             assert nonzero_steps(getattr(effects, other)) == []
 
@@ -69,14 +70,16 @@ def test_the_curl_force_is_perpendicular_to_velocity_and_does_no_work(direction)
     curl = mf.CurlField(strength=13.0, direction=direction)
     effects = effects_of(curl)
     velocities = jax.random.normal(jax.random.key(3), (100, 2))
-    forces = jax.vmap(lambda v: endpoint_force(effects.force[0], effects.curl[0], v))(velocities)
+    forces = jax.vmap(lambda v: endpoint_force(effects.force[0], effects.viscosity[0], v))(
+        velocities
+    )
     np.testing.assert_allclose(jnp.sum(forces * velocities, axis=1), 0.0, atol=1e-5)
     np.testing.assert_allclose(
         jnp.linalg.norm(forces, axis=1), 13.0 * jnp.linalg.norm(velocities, axis=1), rtol=1e-5
     )
     # Counter-clockwise turns +x towards +y; clockwise towards -y.
     sign = 1.0 if direction == "ccw" else -1.0
-    along_x = endpoint_force(effects.force[0], effects.curl[0], jnp.array([1.0, 0.0]))
+    along_x = endpoint_force(effects.force[0], effects.viscosity[0], jnp.array([1.0, 0.0]))
     np.testing.assert_allclose(along_x, [0.0, 13.0 * sign])
 
 
@@ -86,7 +89,7 @@ def test_a_free_mass_in_a_curl_field_keeps_its_speed_and_turns():
     gain = 4.0  # counter-clockwise
 
     def force(pos, vel):
-        return endpoint_force(jnp.zeros(2), gain, vel)
+        return endpoint_force(jnp.zeros(2), gain * jnp.array([[0.0, -1.0], [1.0, 0.0]]), vel)
 
     state = mass.init(jnp.zeros(2), jnp.array([0.4, 0.0]))
     for _ in range(400):
@@ -95,6 +98,45 @@ def test_a_free_mass_in_a_curl_field_keeps_its_speed_and_turns():
     # Uniform circular motion at angular rate gain / mass for 2 s.
     turned = np.arctan2(state.vel[1], state.vel[0])
     np.testing.assert_allclose(turned, np.angle(np.exp(1j * gain / 1.5 * 2.0)), atol=1e-4)
+
+
+def test_the_viscous_field_pushes_by_its_matrix_times_velocity():
+    """Shadmehr & Mussa-Ivaldi (1994)'s field, scaled per trial: F = scale * B v."""
+    field = mf.ViscousField(scale=[0.5, 2.0])
+    assert field.matrix == ((-10.1, -11.2), (-11.2, 11.1))
+    params = mf.draw_params(field, jax.random.key(4), ())
+    effects = field.effects(params, geometry())
+    velocity = jnp.array([0.1, 0.3])
+    expected = float(params["scale"]) * np.array(
+        [-10.1 * 0.1 - 11.2 * 0.3, -11.2 * 0.1 + 11.1 * 0.3]
+    )
+    np.testing.assert_allclose(
+        endpoint_force(effects.force[5], effects.viscosity[5], velocity), expected, rtol=1e-5
+    )
+    # Being symmetric, the field does work: along its eigenvector of eigenvalue +15.9
+    # it assists the motion, along the other (-14.9) it resists.
+    values, vectors = np.linalg.eigh(np.asarray(field.matrix))
+    np.testing.assert_allclose(values, [-14.93, 15.93], atol=0.01)
+    unit = mf.ViscousField()
+    effects = unit.effects(mf.draw_params(unit, jax.random.key(0), ()), geometry())
+    for value, vector in zip(values, vectors.T):
+        force = endpoint_force(
+            effects.force[0], effects.viscosity[0], jnp.asarray(vector, jnp.float32)
+        )
+        np.testing.assert_allclose(force, value * vector, atol=1e-5)
+
+
+def test_a_curl_field_is_the_viscous_field_of_a_rotation_matrix():
+    velocity = jax.random.normal(jax.random.key(5), (2,))
+    for direction, sign in (("ccw", 1.0), ("cw", -1.0)):
+        curl = effects_of(mf.CurlField(strength=7.0, direction=direction))
+        matrix = ((0.0, -7.0 * sign), (7.0 * sign, 0.0))
+        viscous = effects_of(mf.ViscousField(matrix=matrix))
+        np.testing.assert_array_equal(curl.viscosity, viscous.viscosity)
+        # The force turns the velocity a quarter turn: left for ccw, right for cw.
+        force = endpoint_force(jnp.zeros(2), curl.viscosity[0], velocity)
+        expected = 7.0 * sign * jnp.array([-velocity[1], velocity[0]])
+        np.testing.assert_allclose(force, expected, rtol=1e-5)
 
 
 def silent_model(plant="point_mass"):
@@ -269,6 +311,16 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
         ({"kind": "wind"}, "perturbations[0].kind", "unknown kind"),
         ({"kind": "curl", "probability": 1.5}, "perturbations[0].probability", "<= 1"),
         ({"kind": "target_jump", "amplitude": 1}, "perturbations[0].amplitude", "unknown key"),
+        (
+            {"kind": "viscous_field", "matrix": [[1.0, 2.0]]},
+            "perturbations[0].matrix",
+            "2 or more items",
+        ),
+        (
+            {"kind": "viscous_field", "matrix": [[1, "a"], [0, 0]]},
+            "perturbations[0].matrix[0][1]",
+            "number",
+        ),
     ],
 )
 def test_bad_perturbation_settings_name_their_key(block, path, words):

@@ -53,6 +53,7 @@ from ._config import (
 )
 from ._evaluate import condition_trials, evaluate, rollout_ensemble
 from ._figures import (
+    curve_interval,
     diverged_replicates,
     plot_arm_postures,
     plot_comparison,
@@ -65,6 +66,7 @@ from ._figures import (
     plot_sweep,
     plot_trajectories,
     plot_tuning,
+    protocol_curve,
     protocol_summary,
 )
 from ._losses import (
@@ -107,6 +109,7 @@ from ._perturbations import (
     ForcePulse,
     TargetJump,
     TrialGeometry,
+    ViscousField,
     draw_conditions,
     draw_params,
     total_effects,
@@ -242,12 +245,14 @@ __all__ = [
     "TwoLinkArm",
     "UpdateRules",
     "VanillaCell",
+    "ViscousField",
     "WorkspaceTask",
     "adopt_weights",
     "bootstrap_interval",
     "build_model",
     "check_model_fits_task",
     "condition_trials",
+    "curve_interval",
     "directional_tuning",
     "diverged_replicates",
     "draw_conditions",
@@ -278,6 +283,7 @@ __all__ = [
     "plot_sweep",
     "plot_trajectories",
     "plot_tuning",
+    "protocol_curve",
     "protocol_summary",
     "reach_metrics",
     "replicate_keys",

@@ -52,31 +52,31 @@ def rollout_ensemble(
     `(replicate, condition, trial, time, ...)`, and the goal at each step
     `(condition, trial, time, 2)`. Replicate r, trial i uses the key
     ``split(split(key, R)[r], n_trials)[i]`` in every condition, so conditions differ
-    by their perturbations only, never by their noise.
+    by their perturbations only, never by their noise. Ensembles of the same
+    structure (e.g. one model's snapshots along its training) share one compilation.
     """
+    rollout, goal = _rollout_ensemble(ensemble, trials, task, key)
+    return rollout, goal[0]
+
+
+@eqx.filter_jit
+def _rollout_ensemble(ensemble, trials, task, key):
     n_trials = trials.init_pos.shape[1]
 
     # One condition after another (lax.map), each a batch of the trials: a condition's
     # arithmetic never depends on how many conditions run beside it (XLA's CPU kernels
     # block a batch of 3n trials differently from one of n), so a condition evaluated
     # with others is bitwise the condition evaluated alone.
-    @eqx.filter_jit
-    def run(ensemble, trials, key):
-        def one_replicate(model, key):
-            keys = jax.random.split(key, n_trials)
+    def one_replicate(model, key):
+        keys = jax.random.split(key, n_trials)
 
-            def one_condition(condition_trials):
-                rollout, targets = run_trials(model, task, condition_trials, keys)
-                return rollout, targets.goal
+        def one_condition(condition_trials):
+            rollout, targets = run_trials(model, task, condition_trials, keys)
+            return rollout, targets.goal
 
-            return jax.lax.map(one_condition, trials)
+        return jax.lax.map(one_condition, trials)
 
-        return eqx.filter_vmap(one_replicate)(
-            ensemble, jax.random.split(key, n_replicates(ensemble))
-        )
-
-    rollout, goal = run(ensemble, trials, key)
-    return rollout, goal[0]
+    return eqx.filter_vmap(one_replicate)(ensemble, jax.random.split(key, n_replicates(ensemble)))
 
 
 def _perturbation_variables(

@@ -159,6 +159,20 @@ def job_resources(stage):
     return resources
 
 
+def protocol_panel_stages(protocol):
+    """The stages a protocol's path panels draw, each once, in order."""
+    return list(dict.fromkeys(panel.stage for panel in PROTOCOLS[protocol].panels))
+
+
+def protocol_curve_stages(protocol):
+    """The stages of a protocol that keep snapshots: its learning curve's."""
+    return [
+        stage
+        for stage in PROTOCOLS[protocol].stages
+        if EXPERIMENTS[stage].train.snapshots is not None
+    ]
+
+
 def experiment_figures(experiment):
     return [
         f"{RESULTS}/figures/{experiment}/{name}.{EXT}"

@@ -20,3 +20,26 @@ rule evaluate:
         **setting_params("evaluate", "experiment"),
     script:
         "../scripts/evaluate.py"
+
+
+rule learning_curve:
+    """Each training snapshot (train.snapshots) evaluated as the final model is: the
+    reach metrics along training."""
+    input:
+        model=rules.train.output.model,
+        history=rules.train.output.history,
+        eval=trials_store("eval"),
+    output:
+        curve=directory(f"{RESULTS}/{{experiment}}/learning_curve.zarr"),
+    log:
+        f"{RESULTS}/logs/learning_curve/{{experiment}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/learning_curve/{{experiment}}.tsv"
+    threads: stage_threads("evaluate")
+    resources:
+        **job_resources("evaluate"),
+        run=run_settings("learning_curve", "experiment"),
+    params:
+        **setting_params("learning_curve", "experiment"),
+    script:
+        "../scripts/learning_curve.py"

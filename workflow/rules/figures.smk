@@ -85,11 +85,21 @@ rule comparison_figure:
 
 
 rule protocol_figure:
-    """A protocol's metric (lateral deviation by default) across its stages, per condition."""
+    """A protocol's figure: hand paths in its panels, the learning curve of the stages
+    that keep snapshots, and its metric (lateral deviation by default) per stage and
+    condition; the numbers in CSVs beside it."""
     input:
         metrics=lambda wildcards: expand(
             rules.evaluate.output.metrics,
             experiment=PROTOCOLS[wildcards.protocol].stages,
+        ),
+        states=lambda wildcards: expand(
+            rules.evaluate.output.states,
+            experiment=protocol_panel_stages(wildcards.protocol),
+        ),
+        curves=lambda wildcards: expand(
+            rules.learning_curve.output.curve,
+            experiment=protocol_curve_stages(wildcards.protocol),
         ),
     output:
         figure=report(
@@ -98,6 +108,7 @@ rule protocol_figure:
             category="Protocols",
         ),
         table=f"{RESULTS}/figures/protocol-{{protocol}}.csv",
+        curve_table=f"{RESULTS}/figures/protocol-{{protocol}}-learning-curve.csv",
     log:
         f"{RESULTS}/logs/figures/protocol-{{protocol}}.log",
     threads: stage_threads("figures")
@@ -106,5 +117,7 @@ rule protocol_figure:
     params:
         **setting_params("protocol_figure", "protocol"),
         description=lambda wildcards: descriptions(PROTOCOLS[wildcards.protocol].stages),
+        panel_stages=lambda wildcards: protocol_panel_stages(wildcards.protocol),
+        curve_stages=lambda wildcards: protocol_curve_stages(wildcards.protocol),
     script:
         "../scripts/protocol_figure.py"

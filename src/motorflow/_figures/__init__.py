@@ -6,13 +6,14 @@ from ._arm import plot_arm_postures
 from ._comparison import plot_comparison
 from ._hidden_states import plot_fixed_points, plot_jpca, plot_pca_trajectories, plot_tuning
 from ._losses import plot_loss_history
-from ._protocol import plot_protocol, protocol_summary
+from ._protocol import curve_interval, plot_protocol, protocol_curve, protocol_summary
 from ._reaches import plot_speed_profiles, plot_trajectories
 from ._style import condition_label, diverged_replicates
 from ._sweep import plot_sweep
 
 __all__ = [
     "condition_label",
+    "curve_interval",
     "diverged_replicates",
     "plot_arm_postures",
     "plot_comparison",
@@ -25,5 +26,6 @@ __all__ = [
     "plot_sweep",
     "plot_trajectories",
     "plot_tuning",
+    "protocol_curve",
     "protocol_summary",
 ]

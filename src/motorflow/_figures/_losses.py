@@ -135,5 +135,3 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     figure_legend(fig, list(grid.flat[: len(terms)]))
     suptitle(fig, "\n".join(filter(None, [title, diverged_note(diverged)])))
     return fig
-
-

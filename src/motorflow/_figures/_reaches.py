@@ -158,5 +158,3 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
     add_angle_colorbar(fig, list(axes))
     suptitle(fig, "\n".join(filter(None, [title, diverged_note(diverged_replicates(states))])))
     return fig
-
-

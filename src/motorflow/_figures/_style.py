@@ -129,6 +129,11 @@ def _describe(perturbation: dict) -> str:
 
     if kind == "curl":
         return f"curl {_CURL_ARROWS[perturbation['direction']]} {value('strength')} N s/m"
+    if kind == "viscous_field":
+        rows = ", ".join(
+            "[" + ", ".join(f"{b:g}" for b in row) + "]" for row in perturbation["matrix"]
+        )
+        return f"viscous field {value('scale')} × [{rows}] N s/m"
     if kind == "constant_field":
         return f"field {value('strength')} N at {value('angle')}°"
     if kind == "force_pulse":
@@ -146,5 +151,3 @@ _CURL_ARROWS = {"cw": "↻", "ccw": "↺"}
 def final_goal(states: xr.Dataset) -> xr.DataArray:
     """The goal at the last step (where a jumped target ended up), without a time dim."""
     return states.goal.isel(time=-1) if "time" in states.goal.dims else states.goal
-
-

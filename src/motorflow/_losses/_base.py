@@ -46,8 +46,6 @@ class AbstractLossTerm(Block):
     NAME: ClassVar[str]
 
     @abc.abstractmethod
-    def per_trial(
-        self, rollout: Rollout, targets: Targets, span: Span
-    ) -> Float[Array, "*trials"]:
+    def per_trial(self, rollout: Rollout, targets: Targets, span: Span) -> Float[Array, "*trials"]:
         """The term's value for each trial (the leading dims of `rollout`)."""
         raise NotImplementedError

@@ -168,7 +168,7 @@ class ClosedLoop(eqx.Module):
             no_force = jnp.zeros(2, task_input.dtype)
             per_step = None
         else:
-            per_step = (effects.force, effects.curl, effects.feedback)
+            per_step = (effects.force, effects.viscosity, effects.feedback)
         gradient_window = options.gradient_window
 
         def one_step(carry, xs):
@@ -181,11 +181,11 @@ class ClosedLoop(eqx.Module):
             if perturbed is None:
                 external_force = no_force
             else:
-                force, curl, offset = perturbed
+                force, viscosity, offset = perturbed
                 observed = observed.at[:2].add(offset)
 
                 def external_force(pos, vel):
-                    return endpoint_force(force, curl, vel)
+                    return endpoint_force(force, viscosity, vel)
 
             queue, seen = self.feedback(queue, observed, key=feedback_key)
             network_input = jnp.concatenate([task_in, seen])

@@ -8,20 +8,21 @@ to a trial at every step (:class:`Effects`). `PERTURBATIONS` maps the config's
 from __future__ import annotations
 
 from .._config_base import registry, tagged_union
-from ._base import AbstractPerturbation, Effects, TrialGeometry, endpoint_force, rotate_left
+from ._base import AbstractPerturbation, Effects, TrialGeometry, endpoint_force
 from ._draw import Params, draw_all, draw_conditions, draw_params, total_effects
-from ._fields import ConstantField, CurlField
+from ._fields import SHADMEHR_1994_FIELD, ConstantField, CurlField, ViscousField
 from ._target import TargetJump
 from ._windows import FeedbackOffset, ForcePulse
 
 PERTURBATIONS: dict[str, type[AbstractPerturbation]] = registry(
-    CurlField, ConstantField, ForcePulse, FeedbackOffset, TargetJump
+    CurlField, ViscousField, ConstantField, ForcePulse, FeedbackOffset, TargetJump
 )
 # One perturbation block of a config: a registered kind, chosen by its `kind` key.
 AnyPerturbation = tagged_union(list(PERTURBATIONS.values()))
 
 __all__ = [
     "PERTURBATIONS",
+    "SHADMEHR_1994_FIELD",
     "AbstractPerturbation",
     "AnyPerturbation",
     "ConstantField",
@@ -32,10 +33,10 @@ __all__ = [
     "Params",
     "TargetJump",
     "TrialGeometry",
+    "ViscousField",
     "draw_all",
     "draw_conditions",
     "draw_params",
     "endpoint_force",
-    "rotate_left",
     "total_effects",
 ]

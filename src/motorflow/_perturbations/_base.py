@@ -81,8 +81,9 @@ class Effects(eqx.Module):
     **Arguments:**
 
     - `force`: a Cartesian force on the effector (N), shape `(time, 2)`.
-    - `curl`: the gain of a curl field (N s/m), shape `(time,)`: the effector feels
-      ``curl[t]`` times its velocity turned 90 degrees counter-clockwise.
+    - `viscosity`: a velocity-dependent field (N s/m), shape `(time, 2, 2)`: the
+      effector feels ``viscosity[t] @ v`` at velocity `v` (a curl field of gain g,
+      counter-clockwise positive, is ``g * [[0, -1], [1, 0]]``).
     - `feedback`: an offset added to the sensed effector position (m) before the
       feedback delay, shape `(time, 2)`.
     - `goal`: a displacement of the goal (m), shape `(time, 2)`: the network is shown,
@@ -90,7 +91,7 @@ class Effects(eqx.Module):
     """
 
     force: Float[Array, "time 2"]
-    curl: Float[Array, " time"]
+    viscosity: Float[Array, "time 2 2"]
     feedback: Float[Array, "time 2"]
     goal: Float[Array, "time 2"]
 
@@ -98,7 +99,12 @@ class Effects(eqx.Module):
     def none(cls, n_steps: int) -> Effects:
         """No effect at any of `n_steps` steps."""
         vector = jnp.zeros((n_steps, 2), jnp.float32)
-        return cls(force=vector, curl=jnp.zeros(n_steps, jnp.float32), feedback=vector, goal=vector)
+        return cls(
+            force=vector,
+            viscosity=jnp.zeros((n_steps, 2, 2), jnp.float32),
+            feedback=vector,
+            goal=vector,
+        )
 
     @classmethod
     def only(cls, n_steps: int, **fields: Array) -> Effects:
@@ -109,13 +115,13 @@ class Effects(eqx.Module):
     def __add__(self, other: Effects) -> Effects:
         return Effects(
             force=self.force + other.force,
-            curl=self.curl + other.curl,
+            viscosity=self.viscosity + other.viscosity,
             feedback=self.feedback + other.feedback,
             goal=self.goal + other.goal,
         )
 
 
-_EFFECT_FIELDS = ("force", "curl", "feedback", "goal")
+_EFFECT_FIELDS = ("force", "viscosity", "feedback", "goal")
 
 
 class TrialGeometry(eqx.Module):
@@ -192,14 +198,9 @@ class AbstractPerturbation(Block):
         return max((self.ranges()[name][1] for name in self.TIMES), default=0.0)
 
 
-def rotate_left(vector: Float[Array, " 2"]) -> Float[Array, " 2"]:
-    """`vector` turned 90 degrees counter-clockwise."""
-    return jnp.stack([-vector[1], vector[0]])
-
-
 def endpoint_force(
-    force: Float[Array, " 2"], curl: Float[Array, ""], velocity: Float[Array, " 2"]
+    force: Float[Array, " 2"], viscosity: Float[Array, "2 2"], velocity: Float[Array, " 2"]
 ) -> Float[Array, " 2"]:
     """The force on an effector moving at `velocity` at a step whose effects are
-    `force` (N) and `curl` (N s/m, counter-clockwise positive)."""
-    return force + curl * rotate_left(velocity)
+    `force` (N) and the velocity-dependent field `viscosity` (N s/m)."""
+    return force + viscosity @ velocity

@@ -1,13 +1,16 @@
-"""Force fields that act on the effector for the whole trial: curl and constant fields."""
+"""Force fields that act on the effector for the whole trial: curl, viscous and constant
+fields."""
 
 from __future__ import annotations
 
 from typing import ClassVar, Literal
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array
 from pydantic import Field
 
+from .._config_base import Number
 from ._base import (
     AbstractPerturbation,
     Drawn,
@@ -16,6 +19,17 @@ from ._base import (
     NonNegativeDrawn,
     TrialGeometry,
 )
+
+# Counter-clockwise rotation by 90 degrees: a curl field of gain g is g times this.
+# (NumPy: a JAX array made at import would start JAX's backend before a job chooses
+# its devices.)
+_TURN_LEFT = np.array([[0.0, -1.0], [1.0, 0.0]], np.float32)
+# Shadmehr & Mussa-Ivaldi (1994), J Neurosci 14(5):3208-3224, Eq. 1: the field their
+# subjects adapted to, F = B v with the hand's velocity v (x right, y away from the
+# body), in N s/m. It is symmetric (eigenvalues +15.9 and -14.9), not a curl: it
+# assists motion along one axis, resists it along the other and pushes most reaches
+# sideways.
+SHADMEHR_1994_FIELD = ((-10.1, -11.2), (-11.2, 11.1))
 
 
 class CurlField(AbstractPerturbation):
@@ -49,8 +63,36 @@ class CurlField(AbstractPerturbation):
         sign = 1.0 if self.direction == "ccw" else -1.0
         gain = sign * params["active"] * params["strength"]
         return Effects.only(
-            trial.n_steps,
-            curl=jnp.full(trial.n_steps, gain, jnp.float32),
+            trial.n_steps, viscosity=jnp.broadcast_to(gain * _TURN_LEFT, (trial.n_steps, 2, 2))
+        )
+
+
+class ViscousField(AbstractPerturbation):
+    """A velocity-dependent force field of any matrix: ``F = scale * B v`` (N) at the
+    effector's velocity `v` (m/s), B in N s/m, rows and columns in x, y order.
+
+    The default B is the field of Shadmehr & Mussa-Ivaldi (1994), "Adaptive
+    representation of dynamics during learning of a motor task", J Neurosci
+    14(5):3208-3224, doi:10.1523/JNEUROSCI.14-05-03208.1994, Eq. 1:
+    ``[[-10.1, -11.2], [-11.2, 11.1]]``. A curl field is the antisymmetric case
+    (:class:`CurlField`).
+    """
+
+    kind: Literal["viscous_field"] = "viscous_field"
+    matrix: tuple[tuple[Number, Number], tuple[Number, Number]] = Field(
+        SHADMEHR_1994_FIELD,
+        description="N s/m: the 2 x 2 matrix B of F = scale * B v, as rows [[Bxx, Bxy], "
+        "[Byx, Byy]]; the default is Shadmehr & Mussa-Ivaldi (1994)'s field",
+    )
+    scale: Drawn = Field(1.0, description="multiplies B (a range: drawn per trial)")
+
+    DRAWN: ClassVar[tuple[str, ...]] = ("scale",)
+
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        gain = params["active"] * params["scale"]
+        matrix = gain * jnp.asarray(self.matrix, jnp.float32)
+        return Effects.only(
+            trial.n_steps, viscosity=jnp.broadcast_to(matrix, (trial.n_steps, 2, 2))
         )
 
 

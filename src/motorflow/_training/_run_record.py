@@ -12,11 +12,12 @@ import importlib.metadata
 import platform
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any, Self
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._identity import code_version
@@ -31,6 +32,20 @@ def named_arrays(params: Any) -> dict[str, Any]:
         for path, leaf in jax.tree_util.tree_leaves_with_path(params)
         if eqx.is_array(leaf)
     }
+
+
+def with_named_arrays(model: Any, arrays: Mapping[str, Any]) -> Any:
+    """`model` with each array named in `arrays` (by its :func:`named_arrays` path)
+    replaced by the given value; the inverse of :func:`named_arrays`."""
+    unknown = set(arrays) - set(named_arrays(model))
+    if unknown:
+        raise KeyError(f"the model has no arrays {sorted(unknown)}")
+
+    def replace(path, leaf):
+        name = jax.tree_util.keystr(path, simple=True, separator=".")
+        return jnp.asarray(arrays[name], leaf.dtype) if name in arrays else leaf
+
+    return jax.tree_util.tree_map_with_path(replace, model)
 
 
 def parameter_table(params: Any) -> dict[str, dict[str, Any]]:

@@ -38,6 +38,7 @@ from ._runtime import enable_compilation_cache, stage_logging
 from ._stages import (
     arm_figure,
     evaluate_experiment,
+    evaluate_snapshots,
     experiment_figures,
     make_trials,
     protocol_figure,
@@ -84,6 +85,7 @@ __all__ = [
     "describe_experiment",
     "enable_compilation_cache",
     "evaluate_experiment",
+    "evaluate_snapshots",
     "evaluate_job_settings",
     "experiment_figures",
     "experiment_keys",

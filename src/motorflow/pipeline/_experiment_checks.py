@@ -162,6 +162,21 @@ def check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experime
                     f"protocols.{name}.stages[{index}]",
                     f"{stage!r} is not an experiment (defined: {', '.join(experiments)})",
                 )
+        conditions = settings.evaluation.conditions
+        for index, panel in enumerate(protocol.panels):
+            path = f"protocols.{name}.panels[{index}]"
+            if panel.stage not in protocol.stages:
+                raise ConfigError(
+                    f"{path}.stage",
+                    f"{panel.stage!r} is not a stage of the protocol "
+                    f"({', '.join(protocol.stages)})",
+                )
+            if panel.condition not in conditions:
+                raise ConfigError(
+                    f"{path}.condition",
+                    f"{panel.condition!r} is not an evaluation condition (defined in "
+                    f"evaluation.conditions: {', '.join(conditions)})",
+                )
 
 
 def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:

@@ -61,6 +61,9 @@ def job_settings(
             "condition_order": list(config.evaluation.conditions),
         }
         settings[("evaluate", name)] = {**flatten_settings(evaluate), **code}
+        if experiment.train.snapshots is not None:
+            # Each snapshot evaluated as the final model is: the same settings.
+            settings[("learning_curve", name)] = dict(settings[("evaluate", name)])
         settings[("experiment_figures", name)] = dict(figures)
         if is_arm(experiment.model):
             settings[("arm_figure", name)] = dict(figures)
@@ -101,10 +104,21 @@ def job_settings(
             "sweep.grid": [[setting, values] for setting, values in sweep.grid.items()],
             "sweep.metrics": list(sweep.metrics),
         }
+    # The learning curves' intervals are bootstrapped as the summary's.
+    statistics = flatten_settings({"statistics": config.statistics.to_dict()})
     for name, protocol in config.protocols.items():
         settings[("protocol_figure", name)] = {
             **figures,
+            **statistics,
             **flatten_settings({"protocol": protocol.to_dict()}),
+            # Where each stage's learning curve starts after the ones before it.
+            **flatten_settings(
+                {
+                    "stage_batches": {
+                        stage: experiments[stage].train.n_batches for stage in protocol.stages
+                    }
+                }
+            ),
         }
     return settings
 
@@ -163,7 +177,7 @@ def parse_setting_params(params: Any) -> dict[str, Any]:
 
 
 # The rules whose jobs run JAX (and so use the compilation cache).
-JAX_RULES = ("trials", "train", "evaluate", "analysis")
+JAX_RULES = ("trials", "train", "evaluate", "learning_curve", "analysis")
 
 
 def job_run_settings(
@@ -188,6 +202,7 @@ def job_run_settings(
             "training": {key: training[key] for key in RESUME_ONLY_KEYS},
         }
         settings[("evaluate", name)] = cache
+        settings[("learning_curve", name)] = cache
         settings[("analysis", name)] = cache
     return settings
 

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import equinox as eqx
+import jax
 import numpy as np
+import pandas as pd
+import xarray as xr
 
-from .._config import TaskConfig
+from .._config import ModelConfig, TaskConfig
 from .._evaluate import evaluate
 from .._figures import (
     plot_arm_postures,
@@ -24,6 +27,7 @@ from .._figures import (
     plot_trajectories,
     protocol_summary,
 )
+from .._figures._protocol import curve_interval, protocol_curve
 from .._metrics import metrics_table, reach_metrics
 from .._model._ensemble import make_ensemble, n_replicates
 from .._model._saved_ensembles import (
@@ -38,6 +42,7 @@ from .._training._checkpoint import CheckpointStore
 from .._training._driver import train
 from .._training._history import history_dataset
 from .._training._run_identity import run_fingerprint, run_id
+from .._training._run_record import with_named_arrays
 from .._training._trainer import Trainer
 from ._experiments import Experiment, experiment_keys
 from ._outputs import save_figure, write_csv
@@ -229,22 +234,15 @@ def evaluate_experiment(
     training = load_training_record(model_path)
     n = n_replicates(ensemble)
     diverged_at = np.asarray(training.get("diverged_at", [-1] * n), np.int64)
-    keys = experiment_keys(seed)
-    center_out = read_center_out(eval_path)
-    states = evaluate(
+    states = _evaluation_states(
         ensemble,
-        Task(task),
         model_config,
-        key=keys["evaluate"],
-        # The stored set carries the training perturbations (for validation): not here.
-        trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
-        conditions=evaluation.conditions,
-        conditions_key=keys["conditions"],
-        attrs={
-            "experiment": name,
-            "seed": seed,
-            "parameters": training.get("parameters", "final"),
-        },
+        name=name,
+        task=task,
+        seed=seed,
+        eval_path=eval_path,
+        evaluation=evaluation,
+        attrs={"parameters": training.get("parameters", "final")},
     ).assign_coords(diverged_at=("replicate", diverged_at))
     write_dataset(states, states_path)
     metrics = reach_metrics(read_states(states_path), goal_radius=evaluation.goal_radius)
@@ -253,6 +251,92 @@ def evaluate_experiment(
     write_dataset(metrics, metrics_path)
     table_path = Path(table_path)
     write_csv(metrics_table(metrics), table_path)
+
+
+def _evaluation_states(
+    ensemble: eqx.Module,
+    model_config: ModelConfig,
+    *,
+    name: str,
+    task: TaskConfig,
+    seed: int,
+    eval_path: Path,
+    evaluation: EvaluationConfig,
+    attrs: Mapping[str, Any],
+) -> xr.Dataset:
+    """`ensemble`'s states on experiment `name`'s center-out reaches in each of the
+    `evaluation` conditions, with the noise and condition draws of its `seed`."""
+    keys = experiment_keys(seed)
+    center_out = read_center_out(eval_path)
+    return evaluate(
+        ensemble,
+        Task(task),
+        model_config,
+        key=keys["evaluate"],
+        # The stored set carries the training perturbations (for validation): not here.
+        trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
+        conditions=evaluation.conditions,
+        conditions_key=keys["conditions"],
+        attrs={"experiment": name, "seed": seed, **attrs},
+    )
+
+
+def evaluate_snapshots(
+    name: str,
+    *,
+    task: TaskConfig,
+    seed: int,
+    model_path: Path,
+    history_path: Path,
+    eval_path: Path,
+    curve_path: Path,
+    evaluation: EvaluationConfig,
+) -> None:
+    """The learning curve of experiment `name`: each parameter snapshot of its history
+    (``train.snapshots``) evaluated exactly as :func:`evaluate_experiment` evaluates
+    the final model (same reaches, conditions, noise), scored by the reach metrics.
+
+    Writes `curve_path`: the metrics with a leading ``snapshot_step`` dim (batches
+    trained), `(snapshot_step, replicate, condition, trial)`; NaN for a replicate's
+    snapshots after it diverged. The snapshots hold the trained arrays; any other
+    array is the final model's (arrays that only update rules change are not
+    snapshotted).
+    """
+    ensemble, model_config = load_ensemble(model_path)
+    history = open_dataset(history_path)
+    if "snapshot_step" not in history.coords:
+        raise ValueError(
+            f"{history_path} holds no snapshots: set train.snapshots for {name!r} to draw "
+            "its learning curve"
+        )
+    prefix = "snapshot."
+    names = [var[len(prefix) :] for var in history.data_vars if var.startswith(prefix)]
+    steps = history.snapshot_step.values
+    curve = []
+    for index, step in enumerate(steps):
+        arrays = {
+            array: history[prefix + array].isel(snapshot_step=index).values for array in names
+        }
+        states = _evaluation_states(
+            with_named_arrays(ensemble, arrays),
+            model_config,
+            name=name,
+            task=task,
+            seed=seed,
+            eval_path=eval_path,
+            evaluation=evaluation,
+            attrs={"parameters": f"snapshot after {int(step)} batches"},
+        )
+        curve.append(reach_metrics(states, goal_radius=evaluation.goal_radius))
+        logger.info("Snapshot %d of %d (after %d batches) evaluated", index + 1, len(steps), step)
+    metrics = xr.concat(curve, dim="snapshot_step", combine_attrs="drop_conflicts")
+    metrics = metrics.assign_coords(
+        snapshot_step=("snapshot_step", steps, {"description": "batches trained"})
+    )
+    diverged_at = history.diverged_at.values
+    frozen = (diverged_at >= 0) & (steps[:, None] > diverged_at[None, :])
+    metrics = metrics.where(~xr.DataArray(frozen, dims=("snapshot_step", "replicate")))
+    write_dataset(metrics.assign_coords(diverged_at=("replicate", diverged_at)), curve_path)
 
 
 def experiment_figures(
@@ -292,15 +376,54 @@ def protocol_figure(
     metrics_paths: Sequence[Path],
     figure_path: Path,
     table_path: Path,
+    curve_table_path: Path,
     metric: str,
     options: Mapping[str, Any],
+    statistics: Mapping[str, Any],
+    panels: Sequence[Mapping[str, str]] = (),
+    states_paths: Mapping[str, Path] | None = None,
+    curve_paths: Mapping[str, Path] | None = None,
+    stage_batches: Mapping[str, int] | None = None,
     title: str = "",
 ) -> None:
-    """A metric across a protocol's stages in each condition: the figure, and its numbers
-    per stage, condition and replicate as a CSV."""
+    """A protocol's figure (see :func:`plot_protocol`) and its numbers: the metric per
+    stage, condition and replicate (`table_path`), and along the learning curve of
+    the stages in `curve_paths` (`curve_table_path`; only its header without them).
+
+    **Arguments:**
+
+    - `stages`, `metrics_paths`: the stages in order and their metrics stores.
+    - `states_paths`: the states of the stages the `panels` draw.
+    - `curve_paths`: the learning curves (:func:`evaluate_snapshots`) of the stages
+      that kept snapshots, in order; `stage_batches`: each stage's batches.
+    - `statistics`: the ``statistics`` settings (the curve's bootstrap intervals).
+    """
     summary = protocol_summary(
         {name: open_dataset(path) for name, path in zip(stages, metrics_paths, strict=True)},
         metric=metric,
     )
-    save_figure(plot_protocol(summary, title=title), figure_path, dpi=options["dpi"])
+    states = {name: read_states(path) for name, path in (states_paths or {}).items()}
+    curve = interval = None
+    if curve_paths:
+        curve = protocol_curve(
+            {name: open_dataset(path) for name, path in curve_paths.items()},
+            metric=metric,
+            stage_batches=stage_batches or {},
+        )
+        interval = curve_interval(
+            curve,
+            key=jax.random.key(statistics["seed"]),
+            n_resamples=statistics["n_resamples"],
+            confidence=statistics["confidence"],
+        )
+    figure = plot_protocol(
+        summary, states=states, panels=panels, curve=curve, interval=interval, title=title
+    )
+    save_figure(figure, figure_path, dpi=options["dpi"])
     write_csv(summary.to_dataframe().reset_index(), table_path)
+    columns = ["stage", "batch", "condition", "replicate", metric]
+    if curve is None:
+        table = pd.DataFrame(columns=columns)
+    else:
+        table = curve.to_dataframe().reset_index()[columns]
+    write_csv(table, curve_table_path)

@@ -206,9 +206,26 @@ class FiguresConfig(Block):
 ProtocolMetric = Literal[tuple(name for name in METRIC_UNITS if name != "reaction_time")]
 
 
+class ProtocolPanel(Block):
+    """One panel of a protocol's paths: a stage's reaches in one evaluation condition."""
+
+    stage: Name = Field(description="one of the protocol's `stages`")
+    condition: Name = Field(description="an evaluation condition (`evaluation.conditions`)")
+    title: Annotated[Text, Field(max_length=60)] = Field(
+        "", description="the panel's title (e.g. `early exposure`); by default stage and condition"
+    )
+
+
 class ProtocolSpec(Block):
     """A protocol: experiments as the stages of one story (e.g. baseline, adaptation,
-    washout), drawn side by side in each evaluation condition."""
+    washout), drawn side by side in each evaluation condition.
+
+    The protocol's figure shows the metric per stage in each condition; with
+    `panels`, a row of hand paths above it (as force-field papers lay out null-field,
+    early-exposure, late-exposure and after-effect reaches); and, when stages keep
+    snapshots (``train.snapshots``), the learning curve: the metric along the
+    batches of those stages, each snapshot evaluated as the final model is.
+    """
 
     stages: tuple[Name, ...] = Field(
         min_length=1,
@@ -218,6 +235,12 @@ class ProtocolSpec(Block):
     )
     metric: ProtocolMetric = Field(
         "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
+    )
+    panels: tuple[ProtocolPanel, ...] = Field(
+        (),
+        max_length=12,
+        description="hand-path panels, in order: each a `stage` in an evaluation `condition` "
+        "with an optional `title`",
     )
 
 
