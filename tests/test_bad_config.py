@@ -1,9 +1,11 @@
-"""Every malformed config gets one message naming the key path, the bad value and what is allowed."""
+"""Every malformed config gets one message naming the key path, the bad value and what is
+allowed."""
 
 import pytest
 from conftest import raises_config_error
 from workflow_helpers import at, tiny_config
 
+import motorflow as mf
 import motorflow.pipeline as mfp
 
 
@@ -720,3 +722,45 @@ def test_there_are_at_least_thirty_distinct_cases():
 
 def test_a_valid_config_passes_and_resolves():
     assert set(mfp.resolve_experiments(tiny_config())) == {"quiet", "noisy"}
+
+
+def _renamed(section, old, new):
+    def edit(config):
+        config[section][new] = config[section].pop(old)
+
+    return edit
+
+
+# A name with a final newline ("quiet\n" in YAML) would become a path with a newline:
+# each kind of name is refused whole, not only up to a trailing line break.
+TRAILING_NEWLINE_NAMES = {
+    "experiment": (_renamed("experiments", "quiet", "quiet\n"), "experiments"),
+    "task": (_renamed("tasks", "reach", "reach\n"), "tasks"),
+    "model": (_renamed("models", "small", "small\n"), "models"),
+    "training": (_renamed("trainings", "quick", "quick\n"), "trainings"),
+    "protocol": (_renamed("protocols", "noise", "noise\n"), "protocols"),
+    "condition": (
+        lambda c: c["evaluation"]["conditions"].update({"pulse\n": []}),
+        "evaluation.conditions",
+    ),
+    "experiment's task": (at("experiments.quiet.task", "reach\n"), "experiments.quiet.task"),
+    "init_from": (at("experiments.noisy.init_from", "quiet\n"), "experiments.noisy.init_from"),
+    "protocol stage": (at("protocols.noise.stages", ["quiet\n"]), "protocols.noise.stages"),
+    "sweep": (sweep({"seed": [1]}, name="s\n"), "sweeps"),
+    "sweep setting": (sweep({"seed\n": [1]}), "sweeps.s.grid"),
+}
+
+
+@pytest.mark.parametrize(
+    ("edit", "section"), TRAILING_NEWLINE_NAMES.values(), ids=TRAILING_NEWLINE_NAMES.keys()
+)
+def test_a_name_with_a_trailing_newline_is_refused(edit, section):
+    config = tiny_config()
+    edit(config)
+    with pytest.raises(mf.ConfigError) as error:
+        mfp.resolve_experiments(config)
+    assert error.value.path.startswith(section), str(error.value)
+    assert "\\n'" in error.value.message, str(error.value)
+    assert "not a valid name" in error.value.message or "not a sweep setting" in (
+        error.value.message
+    )

@@ -35,6 +35,8 @@ from .._metrics import METRIC_UNITS
 from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
 
+# The schema's patterns (JSON Schema's `$` ends the text); Python checks the whole
+# string with `re.fullmatch` (a Python `$` alone also matches before a final newline).
 NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_NAME_LENGTH = 64
 GRID_SETTING_PATTERN = r"^(seed|(task|model|training)(\.[A-Za-z_][A-Za-z0-9_]*)+)$"
@@ -42,7 +44,7 @@ GRID_SETTING_PATTERN = r"^(seed|(task|model|training)(\.[A-Za-z_][A-Za-z0-9_]*)+
 
 def check_name(name: Any, path: str = "") -> str:
     """Names become paths: only letters, digits, ``_`` and ``-``, at most 64 characters."""
-    if not isinstance(name, str) or not re.match(NAME_PATTERN, name):
+    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
         raise ConfigError(
             path,
             f"{name!r} is not a valid name: use only letters, digits, '_' and '-' "
@@ -58,7 +60,7 @@ def check_name(name: Any, path: str = "") -> str:
 
 
 def _grid_setting(setting: str) -> str:
-    if not re.match(GRID_SETTING_PATTERN, setting):
+    if not re.fullmatch(GRID_SETTING_PATTERN, setting):
         raise ConfigError(
             "",
             f"{setting!r} is not a sweep setting: use 'seed' or a dotted path starting "
