@@ -1,7 +1,10 @@
-"""Config files are data: every YAML construct that could hide or run something is refused,
-with the file and line; numbers written as 1e-3 are numbers."""
+"""Config files are data: every YAML construct that could hide or run something is refused
+with one message at file:line:column; scalars read as YAML 1.2 core says (1e-3 is a number,
+010 is ten, yes is text)."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 import yaml
@@ -16,27 +19,40 @@ TINY = yaml.safe_dump(tiny_config(), sort_keys=False)
 CASES = {
     "duplicate top-level key": (
         TINY + "experiments: {}\n",
-        "line",
-        ["'experiments' appears twice", "first on line"],
+        f":{TINY.count(chr(10)) + 1}:1:",
+        ["'experiments' appears twice", "first on line", "merge them"],
     ),
     "duplicate nested key": (
         "a:\n  b: 1\n  c: 2\n  b: 3\n",
-        "line 4",
+        ":4:3:",
         ["'b' appears twice", "first on line 2"],
     ),
-    "anchor and alias": ("a: &x {b: 1}\nc: *x\n", "line 1, column 4", ["anchor (&x)"]),
+    "anchor and alias": ("a: &x {b: 1}\nc: *x\n", ":1:4:", ["anchor (&x)", "write the values"]),
     "alias bomb": (
         "a: &a [1, 1]\nb: &b [*a, *a]\nc: [*b, *b, *b]\n",
-        "line 1",
+        ":1:4:",
         ["anchor"],
     ),
-    "python tag": ("a: !!python/object/apply:os.system [ls]\n", "line 1", ["explicit tag"]),
-    "local tag": ("a: !secret 1\n", "line 1", ["explicit tag (!secret)"]),
-    "second document": ("a: 1\n---\nb: 2\n", "line 2", ["second YAML document"]),
-    "tab indentation": ("a:\n\tb: 1\n", "line 2, column 1", ["not valid YAML", "tabs"]),
-    "unclosed list": ("a: [1, 2\n", "line 2", ["not valid YAML"]),
-    "bad indentation": ("a:\n  b: 1\n c: 2\n", "line 3", ["not valid YAML"]),
-    "templating": ("__use_yte__: true\ntasks: {}\n", "__use_yte__", ["templating is not allowed"]),
+    "python tag": (
+        "a: !!python/object/apply:os.system [ls]\n",
+        ":1:4:",
+        ["explicit tag (tag:yaml.org,2002:python/object/apply:os.system)", "remove the tag"],
+    ),
+    "str tag": ("a: !!str 1\n", ":1:4:", ["explicit tag", "quote a value"]),
+    "local tag": ("a: !secret 1\n", ":1:4:", ["explicit tag (!secret)"]),
+    "non-specific tag": ("a: ! 1\n", ":1:4:", ["explicit tag (!)"]),
+    "yaml directive": ("%YAML 1.1\n---\na: yes\n", ":1:1:", ["%YAML", "remove it"]),
+    "second document": ("a: 1\n---\nb: 2\n", ":2:1:", ["second YAML document", "remove it"]),
+    "tab indentation": ("a:\n\tb: 1\n", ":2:1:", ["not valid YAML", "not tabs"]),
+    "unclosed list": ("a: [1, 2\n", ":2:1:", ["not valid YAML"]),
+    "bad indentation": ("a:\n  b: 1\n c: 2\n", ":3:2:", ["not valid YAML"]),
+    "a list as a key": ("? [a, b]\n: 1\n", ":1:3:", ["unhashable", "never a list"]),
+    "a control character": ("a: 1\nb: x\x07y\n", ":2:5:", ["U+0007", "remove it"]),
+    "templating": (
+        "__use_yte__: true\ntasks: {}\n",
+        ": __use_yte__",
+        ["templating is not allowed", "remove __use_yte__"],
+    ),
     "a list, not a mapping": ("- tasks\n- models\n", "", ["must be a mapping of sections"]),
     "a bare string": ("just words\n", "", ["must be a mapping of sections"]),
 }
@@ -50,30 +66,43 @@ def test_a_malformed_file_names_file_and_line(tmp_path, name):
     with pytest.raises(mf.ConfigError) as error:
         mfp.load_config_file(path)
     message = str(error.value)
-    assert str(path) in message and where in message, message
+    assert message.startswith(f"{path}{where}"), message
     for word in words:
         assert word in message, message
 
 
 def test_a_file_that_is_not_utf8_names_the_line(tmp_path):
     path = tmp_path / "config.yaml"
-    path.write_bytes(b"a: 1\nb: caf\xe9\n")
-    with pytest.raises(mf.ConfigError, match=r"line 2.*not UTF-8"):
+    path.write_bytes("a: 1\nb: café\n".encode("latin-1"))
+    with pytest.raises(mf.ConfigError) as error:
         mfp.load_config_file(path)
+    assert str(error.value).startswith(f"{path}:2:7: is not UTF-8 text (byte 0xe9)"), error.value
+    assert "save the file as UTF-8" in str(error.value)
 
 
-def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path):
+def test_an_oversized_file_is_refused_before_it_is_parsed(tmp_path, monkeypatch):
     path = tmp_path / "config.yaml"
-    path.write_text("a: [" + "1, " * 400_000 + "1]\n")
-    with pytest.raises(mf.ConfigError, match="at most 1,000,000 bytes"):
+    path.write_text("a: [" + "1, " * 3_500_000 + "1]\n")  # 10 MB
+    # Parsing 10 MB would take seconds: the size alone refuses it, nothing is parsed.
+    monkeypatch.setattr(yaml, "parse", None)
+    monkeypatch.setattr(yaml, "load", None)
+    with pytest.raises(mf.ConfigError) as error:
         mfp.load_config_file(path)
+    assert str(error.value) == (
+        f"{path}: is larger than 1,000,000 bytes, the most a config may be; a config needs "
+        "far less: is this the right file?"
+    )
+    path.write_text("a: [" + "1, " * 300_000 + "1]\n")  # 900 kB: read
+    monkeypatch.undo()
+    assert len(mfp.load_config_file(path)["a"]) == 300_001
 
 
 def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n")
-    with pytest.raises(mf.ConfigError, match="nested more than 64 levels"):
+    with pytest.raises(mf.ConfigError) as error:
         mfp.load_config_file(path)
+    assert str(error.value).startswith(f"{path}:1:67: is nested more than 64 levels deep")
     # The top mapping and 63 lists are 64 levels: still read.
     path.write_text("a: " + "[" * 63 + "]" * 63 + "\n")
     nested = []
@@ -88,12 +117,40 @@ def test_deep_nesting_is_an_error_not_a_crash(tmp_path):
         ("1e-3", 0.001),
         ("1.0e-5", 1e-5),
         ("2E+2", 200.0),
+        ("1e3", 1000.0),
         (".5", 0.5),
+        ("1.", 1.0),
         ("-1e3", -1000.0),
+        (".inf", float("inf")),
+        ("-.inf", float("-inf")),
+        ("+.INF", float("inf")),
         ("10", 10),
+        ("-7", -7),
+        ("010", 10),
+        ("0o10", 8),
+        ("0x1F", 31),
         ("0.01", 0.01),
         ("true", True),
+        ("True", True),
+        ("FALSE", False),
+        ("null", None),
+        ("~", None),
+        ("", None),
+        # YAML 1.1 reads these as numbers, booleans or dates; YAML 1.2 as text.
+        ("1:00", "1:00"),
+        ("0b11", "0b11"),
+        ("1_000", "1_000"),
+        ("1_0.5", "1_0.5"),
+        ("-0x1F", "-0x1F"),
+        ("yes", "yes"),
+        ("no", "no"),
+        ("on", "on"),
+        ("off", "off"),
+        ("Y", "Y"),
+        ("2024-01-31", "2024-01-31"),
+        ("=", "="),
         ("'1e-3'", "1e-3"),
+        ("'010'", "010"),
     ],
 )
 def test_numbers_follow_yaml_1_2(tmp_path, text, value):
@@ -101,6 +158,20 @@ def test_numbers_follow_yaml_1_2(tmp_path, text, value):
     path.write_text(f"a: {text}\n")
     loaded = mfp.load_config_file(path)["a"]
     assert loaded == value and type(loaded) is type(value)
+
+
+def test_nan_is_read_as_a_number(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("a: .nan\nb: .NaN\n")
+    loaded = mfp.load_config_file(path)
+    assert math.isnan(loaded["a"]) and math.isnan(loaded["b"])
+
+
+def test_a_merge_key_is_an_ordinary_key(tmp_path):
+    # YAML 1.2 has no merge key: `<<` is text, never a mapping merged in.
+    path = tmp_path / "config.yaml"
+    path.write_text("a:\n  <<: {b: 1}\n")
+    assert mfp.load_config_file(path) == {"a": {"<<": {"b": 1}}}
 
 
 def test_a_learning_rate_written_1e_3_trains_with_1e_3(tmp_path):
@@ -123,7 +194,7 @@ def test_snakemake_refuses_a_duplicate_key_before_any_job(tmp_path):
     result = snakemake(workdir, "--dry-run", check=False)
     assert result.returncode != 0
     output = result.stdout + result.stderr
-    assert "config/config.yaml, line" in output and "'experiments' appears twice" in output
+    assert "config/config.yaml:" in output and "'experiments' appears twice" in output
     assert not (workdir / "results").exists()
 
 
