@@ -264,3 +264,89 @@ def test_python_m_motorflow_is_the_same_command(results, capsys, monkeypatch):
         runpy.run_module("motorflow", run_name="__main__")
     assert exit_.value.code == 2
     assert "is not a trained experiment" in capsys.readouterr().err
+
+
+SHIPPED = sorted((Path(__file__).resolve().parents[1] / "config").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_check_passes_every_shipped_config_with_a_line_per_experiment(capsys, path):
+    code, out, err = run(capsys, "check", path)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == f"{path}: OK"
+    experiments = mfp.resolve_experiments(mfp.load_config_file(path))
+    assert len(lines) == 1 + len(experiments)
+    for name, spec in mfp.load_config_file(path)["experiments"].items():
+        replicates = experiments[name].train.n_replicates
+        assert (
+            f"  {name}: task {spec['task']}, model {spec['model']}, "
+            f"training {spec['training']}, n_replicates {replicates}"
+        ) in lines
+
+
+def test_check_gives_line_and_column_of_a_yaml_syntax_error(capsys, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(tiny_config()) + "extra: [1, 2\n")
+    code, out, err = run(capsys, "check", path)
+    lines = path.read_text().count("\n")
+    assert code == 1 and out == ""
+    assert err.startswith(f"motorflow check: {path}:{lines + 1}:1: is not valid YAML: "), err
+    assert "Traceback" not in err
+
+
+def test_check_names_the_key_path_value_and_what_is_allowed(capsys, tmp_path):
+    config = tiny_config()
+    config["trainings"]["quick"]["n_replicates"] = 0
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, out, err = run(capsys, "check", path)
+    assert code == 1 and out == ""
+    assert err.startswith(
+        f"motorflow check: {path}: trainings.quick.n_replicates: must be an integer >= 1, got 0"
+    ), err
+
+
+def test_check_refuses_a_cross_experiment_problem_the_workflow_refuses(capsys, tmp_path):
+    # Resolved experiments, not only the typed blocks: a protocol stage that is no experiment.
+    config = tiny_config()
+    config["protocols"]["noise"]["stages"] = ["quiet", "missing"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    code, _, err = run(capsys, "check", path)
+    assert code == 1
+    assert f"{path}: protocols.noise.stages[1]: 'missing' is not an experiment" in err, err
+
+
+def test_check_refuses_a_yte_template_without_evaluating_it(capsys, tmp_path):
+    made = tmp_path / "evaluated"
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "__use_yte__: true\n"
+        + yaml.safe_dump(tiny_config())
+        + f"jax_cache_dir: ?__import__('pathlib').Path({str(made)!r}).touch() or 'cache'\n"
+    )
+    code, out, err = run(capsys, "check", path)
+    assert code == 1 and out == ""
+    assert f"{path}: __use_yte__: templating is not allowed" in err, err
+    assert not made.exists()
+    # Snakemake's loader would have run it: the expression is live.
+    yte = pytest.importorskip("yte")
+    assert yte.process_yaml(path.read_text())["jax_cache_dir"] == "cache"
+    assert made.exists()
+
+
+def test_a_failing_check_is_a_message_naming_the_file_never_a_traceback(
+    capsys, tmp_path, monkeypatch
+):
+    # Whatever a check does wrong on some input, the user gets the file and exit 2.
+    def broken(config):
+        raise KeyError("evaluation")
+
+    monkeypatch.setattr("motorflow.pipeline._cli.check_config", broken)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(tiny_config()))
+    code, out, err = run(capsys, "check", path)
+    assert code == 2 and out == ""
+    assert err.startswith(f"motorflow check: {path}: the check failed unexpectedly (KeyError"), err
+    assert "Traceback" not in err

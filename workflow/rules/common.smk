@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import update_config, validate
+from snakemake.utils import validate
 
 import motorflow as mf
 
@@ -29,19 +29,18 @@ if threading.current_thread() is threading.main_thread():
 # also drop it under a lone --config); so the paths come from the run's
 # ConfigSettings, the settings object of Snakemake's API.
 CONFIG_FILES = workflow.config_settings.configfiles or [Path("config/config.yaml")]
+# Every check runs in mfp.check_config, which `motorflow check FILE` runs too: the
+# typed config (motorflow.pipeline.WorkflowConfig) checks every key and fills in the
+# defaults of the top-level sections; the named blocks stay as written.
 try:
-    loaded = {}
-    for path in CONFIG_FILES:
-        update_config(loaded, mfp.load_config_file(path))
-    update_config(loaded, dict(workflow.config_settings.config))
-    # The typed config (motorflow.pipeline.WorkflowConfig) checks every key and fills in the
-    # defaults of the top-level sections; the named blocks stay as written.
-    SETTINGS = mfp.parse_config(loaded)
-    EXPERIMENTS = mfp.resolve_experiments(SETTINGS)
+    CHECKED = mfp.check_config(
+        mfp.read_config(CONFIG_FILES, dict(workflow.config_settings.config))
+    )
 except mf.ConfigError as error:
     raise WorkflowError(
         f"Invalid config: {error}\nNothing was run; fix the config and run again."
     ) from None
+loaded, SETTINGS, EXPERIMENTS = CHECKED.config, CHECKED.settings, CHECKED.experiments
 config.clear()
 config.update(loaded)
 config.update(SETTINGS.filled_sections())
@@ -86,7 +85,7 @@ NOT_AN_EXPERIMENT = "|".join(
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).
-JOB_SETTINGS = mfp.job_settings(SETTINGS, EXPERIMENTS)
+JOB_SETTINGS = CHECKED.job_settings
 
 
 def setting_params(rule, wildcard=None):
@@ -109,7 +108,7 @@ def setting_params(rule, wildcard=None):
 # How each JAX job runs beside what it makes (checkpoint cadence, compilation cache):
 # its `run` resource. Snakemake never reruns a job for a resource, so editing these
 # reruns nothing; the job reads everything else from its params.
-JOB_RUN_SETTINGS = mfp.job_run_settings(SETTINGS, EXPERIMENTS)
+JOB_RUN_SETTINGS = CHECKED.job_run_settings
 
 
 def run_settings(rule, wildcard):
@@ -196,10 +195,7 @@ def all_figures():
 
 
 # Each sweep's experiments, with their grid values.
-SWEEPS = {
-    name: mfp.grid_points(name, sweep, f"sweeps.{name}")
-    for name, sweep in SETTINGS.sweeps.items()
-}
+SWEEPS = CHECKED.sweeps
 
 
 # A sentence per experiment saying what produced its results: every figure's caption

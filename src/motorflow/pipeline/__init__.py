@@ -12,6 +12,7 @@ from ._analysis_stages import (
     summary_stage,
     sweep_figure,
 )
+from ._check import CheckedConfig, check_config, read_config
 from ._config_file import load_config_file
 from ._describe import describe_experiment
 from ._devices import claim_gpus, use_devices, visible_gpus
@@ -67,6 +68,7 @@ from ._workflow_config import (
 
 __all__ = [
     "SETTING_PARAM_PREFIX",
+    "CheckedConfig",
     "EvaluationConfig",
     "Experiment",
     "StoreError",
@@ -77,6 +79,7 @@ __all__ = [
     "arm_figure",
     "canonical_json",
     "center_out_dataset",
+    "check_config",
     "check_name",
     "claim_gpus",
     "code_version",
@@ -102,6 +105,7 @@ __all__ = [
     "parse_setting_params",
     "protocol_figure",
     "read_center_out",
+    "read_config",
     "read_states",
     "read_trials",
     "resolve_experiment",

@@ -1,5 +1,8 @@
-"""The ``motorflow`` command: inspect and export trained experiments, print the schema.
+"""The ``motorflow`` command: check a config, inspect and export trained experiments,
+print the schema.
 
+``motorflow check CONFIG`` reads a config with motorflow's own safe loader (never
+evaluating anything) and runs every check the workflow runs before any job;
 ``motorflow info results/<experiment>`` describes an experiment's settings, run and
 per-replicate results; ``motorflow export results/<experiment> --replicate i DIR``
 writes one replicate as a model of its own; ``motorflow schema`` prints the
@@ -17,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from .._config_base import ConfigError
+from ._check import check_config, read_config
 from ._config_docs import DocsError, render_readme
 from ._export import export_replicate
 from ._results import ResultsError, experiment_report
@@ -39,9 +44,18 @@ def schema_text() -> str:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="motorflow", description="Inspect and export motorflow's trained experiments."
+        prog="motorflow",
+        description="Check configs; inspect and export motorflow's trained experiments.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    check = commands.add_parser(
+        "check",
+        help="check a config as the workflow does, without running or evaluating anything "
+        "(exit 0: valid; 1: refused; 2: the check itself failed)",
+    )
+    check.add_argument(
+        "config", nargs="+", help="the config file (several: merged in order, as --configfile)"
+    )
     info = commands.add_parser(
         "info", help="describe a trained experiment: settings, run, each replicate's results"
     )
@@ -103,11 +117,40 @@ def docs(readme: str, check: bool) -> int:
     return 0
 
 
+def check(paths: Sequence[str]) -> int:
+    """Check the config in `paths` (merged in order): 0 and a line per experiment when
+    it is valid; 1 and the problem (``file:line:column`` or key path, value, what is
+    allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
+    files = ", ".join(paths)
+    try:
+        checked = check_config(read_config(paths))
+    except ConfigError as error:
+        # A YAML problem names its file:line:column already; a key path gets the files.
+        named = any(str(error).startswith(str(Path(path))) for path in paths)
+        print(f"motorflow check: {'' if named else files + ': '}{error}", file=sys.stderr)
+        print("The config is refused; fix it and check again.", file=sys.stderr)
+        return 1
+    except Exception as error:  # every input gets a message, never a traceback
+        print(
+            f"motorflow check: {files}: the check failed unexpectedly "
+            f"({type(error).__name__}: {error}); this is a bug in motorflow, please report "
+            "it with the config",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"{files}: OK")
+    for line in checked.summary():
+        print(f"  {line}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` (default: the process's arguments); returns the exit code:
     0, or 2 for a folder that is no trained experiment or a replicate out of range
-    (with one message on stderr)."""
+    (with one message on stderr); ``check`` returns 1 for a refused config."""
     args = _parser().parse_args(argv)
+    if args.command == "check":
+        return check(args.config)
     try:
         if args.command == "schema":
             sys.stdout.write(schema_text())
