@@ -702,6 +702,29 @@ CASES = {
         "tasks.reach.eval.n_directions",
         ["1000000000", "<= 3600"],
     ),
+    # settings that only make sense with another, or within another's bound
+    "reset_optimizer without init_from": (
+        at("experiments.quiet.reset_optimizer", False),
+        "experiments.quiet.reset_optimizer",
+        ["(false) but init_from is not", "set init_from", "remove reset_optimizer"],
+    ),
+    "warm-up longer than the training": (
+        at(
+            "trainings.quick.optimizer", {"schedule": {"kind": "warmup_cosine", "warmup_steps": 21}}
+        ),
+        "trainings.quick.optimizer.schedule.warmup_steps",
+        ["warm-up (21 batches)", "(n_batches 20)", "at most n_batches"],
+    ),
+    "updates within a rollout longer than the trial": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "update_every": 16}),
+        "experiments.quiet.training.learning.update_every",
+        ["update_every (16 steps)", "n_steps (15)", "at most n_steps, or null"],
+    ),
+    "more principal components than units": (
+        at("analysis.pca", {"n_components": 9}),
+        "analysis.pca.n_components",
+        ["is 9", "'quiet' has network.hidden_size 8", "8 or below"],
+    ),
     # nothing to do
     "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),
     "no tasks at all": (drop("tasks"), "tasks", ["'tasks'", "required"]),
@@ -722,6 +745,19 @@ def test_there_are_at_least_thirty_distinct_cases():
 
 def test_a_valid_config_passes_and_resolves():
     assert set(mfp.resolve_experiments(tiny_config())) == {"quiet", "noisy"}
+
+
+def test_settings_at_their_cross_field_bounds_resolve():
+    # Each bound above is the edge of what is allowed, not beyond it.
+    config = tiny_config()
+    quick = config["trainings"]["quick"]  # n_batches 20; the task's n_steps 15
+    quick["optimizer"] = {"schedule": {"kind": "warmup_cosine", "warmup_steps": 20}}
+    quick["learning"] = {"kind": "truncated_bptt", "update_every": 15}
+    config["analysis"] = {"pca": {"n_components": 8}}  # hidden_size 8
+    config["experiments"]["noisy"].update(init_from="quiet", reset_optimizer=False)
+    experiments = mfp.resolve_experiments(config)
+    assert experiments["quiet"].train.learning.segment_length() == 15
+    assert experiments["noisy"].reset_optimizer is False
 
 
 def _renamed(section, old, new):

@@ -106,7 +106,9 @@ class ScheduleConfig(Block):
         "`exponential`",
     )
     warmup_steps: NonNegativeInt = Field(
-        0, description="`warmup_cosine`: batches of linear warm-up"
+        0,
+        description="`warmup_cosine`: batches of linear warm-up (at most the training's "
+        "`n_batches`)",
     )
     end_factor: NonNegativeNumber = Field(
         0.0, description="`warmup_cosine`: final rate as a fraction of the peak"
@@ -294,6 +296,14 @@ class TrainConfig(Block):
 
     @model_validator(mode="after")
     def _schedules_within_the_run(self) -> TrainConfig:
+        schedule = self.optimizer.schedule
+        if schedule.kind == "warmup_cosine" and schedule.warmup_steps > self.n_batches:
+            raise ConfigError(
+                "optimizer.schedule.warmup_steps",
+                f"the warm-up ({schedule.warmup_steps} batches) is longer than the training "
+                f"(n_batches {self.n_batches}), so the learning rate never reaches its peak; "
+                "lower warmup_steps to at most n_batches or raise n_batches",
+            )
         for name in ("validation", "log", "checkpoint"):
             getattr(self, name).check_batches(self.n_batches, name)
         for index, rule in enumerate(self.update_rules):
@@ -365,6 +375,18 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
             key("gradient_norms"),
             f"per-term norms are those of the loss's gradient, which {train.learning.kind} "
             "does not follow; use gradient_norms: total",
+        )
+
+
+def check_training_fits_task(train: TrainConfig, task: TaskConfig, path: str = "") -> None:
+    """Updates within a rollout (`learning.update_every`) come within the task's trials."""
+    every = train.learning.segment_length()
+    if every is not None and every > task.n_steps:
+        raise ConfigError(
+            f"{path}.training.learning.update_every" if path else "training.learning.update_every",
+            f"update_every ({every} steps) is longer than the task's n_steps ({task.n_steps}), "
+            "so no update comes within a rollout; set it to at most n_steps, or null for "
+            "one update per rollout",
         )
 
 

@@ -190,3 +190,17 @@ def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Ex
                 f"{experiment.train.n_replicates} replicates (0 to "
                 f"{experiment.train.n_replicates - 1}); choose one every experiment has",
             )
+
+
+def check_pca_components(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    """The PCA keeps no more components than every experiment's network has units."""
+    components = settings.analysis.pca.n_components
+    for name, experiment in experiments.items():
+        units = experiment.model.network.hidden_size
+        if components > units:
+            raise ConfigError(
+                "analysis.pca.n_components",
+                f"is {components}, but experiment {name!r} has network.hidden_size {units}: "
+                "a PCA has at most as many components as units; lower n_components to "
+                f"{units} or below, or give the model more units",
+            )

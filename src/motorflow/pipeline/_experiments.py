@@ -21,6 +21,7 @@ from .._config import (
     TrainConfig,
     check_model_fits_task,
     check_training_fits_model,
+    check_training_fits_task,
 )
 from .._config_base import ConfigError, over_block
 from .._identity import json_digest
@@ -30,6 +31,7 @@ from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,
     check_drawn_replicate,
+    check_pca_components,
     check_perturbation_times,
     check_protocols,
     check_trial_specs_fit,
@@ -196,6 +198,7 @@ def _resolve_one(
             )
     check_model_fits_task(blocks["model"], blocks["task"], path)
     check_training_fits_model(blocks["training"], blocks["model"], path)
+    check_training_fits_task(blocks["training"], blocks["task"], path)
     check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
     check_trial_specs_fit(blocks["task"], blocks["training"], path)
     # Trainable paths name parts of the model: check them on the model's shapes, which
@@ -265,6 +268,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     check_chains(experiments, specs)
     check_protocols(settings, experiments)
     check_drawn_replicate(settings, experiments)
+    check_pca_components(settings, experiments)
     return experiments
 
 

@@ -136,7 +136,7 @@ class ExperimentSpec(Block):
         True,
         description="with `init_from`: a fresh optimizer state; `false` continues the "
         "parent's (its moments and step count; needs the same `optimizer.name`, clipping, "
-        "momentum and `trainable`)",
+        "momentum and `trainable`). Only with `init_from`: set without it, an error",
     )
 
 
@@ -336,6 +336,20 @@ class WorkflowConfig(Block):
         ".jax_cache",
         description="persistent JAX compilation cache shared by all stages (`''` turns it off)",
     )
+
+    @model_validator(mode="after")
+    def _reset_optimizer_only_with_init_from(self) -> WorkflowConfig:
+        # The experiments as written: a sweep's copies carry every key of their base.
+        for name, spec in self.experiments.items():
+            if "reset_optimizer" in spec.model_fields_set and spec.init_from is None:
+                raise ConfigError(
+                    f"experiments.{name}.reset_optimizer",
+                    f"is set ({str(spec.reset_optimizer).lower()}) but init_from is not: "
+                    "reset_optimizer says whether a chained experiment continues its "
+                    "parent's optimizer state; set init_from to the experiment to start "
+                    "from, or remove reset_optimizer",
+                )
+        return self
 
     def filled_sections(self) -> dict[str, Any]:
         """The top-level settings other than the named blocks, every default filled in."""

@@ -36,7 +36,7 @@ class TruncatedBPTT(AbstractLearningRule):
     update_every: PositiveInt | None = Field(
         None,
         description="update the parameters after every this many steps of a rollout, "
-        "within it (`null`: once per rollout)",
+        "within it (`null`: once per rollout); at most the task's `n_steps`",
     )
 
     def gradient_window(self) -> int:

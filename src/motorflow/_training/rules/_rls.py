@@ -71,7 +71,8 @@ class RLS(AbstractLearningRule):
     update_every: PositiveInt | None = Field(
         None,
         description="update the readout after every this many steps of a rollout, within "
-        "it (`1`: FORCE's online form; `null`: once per rollout)",
+        "it (`1`: FORCE's online form; `null`: once per rollout); at most the task's "
+        "`n_steps`",
     )
     exact_gradient = False
 
