@@ -206,3 +206,16 @@ def test_a_configfile_with_templating_is_refused(tmp_path):
     result = snakemake(workdir, "--dry-run", "--configfile", str(other), check=False)
     assert result.returncode != 0
     assert "templating is not allowed" in result.stdout + result.stderr
+
+
+def test_yes_and_no_are_names_not_booleans(tmp_path):
+    # A YAML 1.1 reader turns these keys into True and False; names they stay.
+    config = tiny_config()
+    del config["evaluation"]
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        yaml.safe_dump(config)
+        + "evaluation:\n  conditions:\n    yes: []\n    no: []\n    off: []\n"
+    )
+    settings = mfp.parse_config(mfp.load_config_file(path))
+    assert list(settings.evaluation.conditions) == ["yes", "no", "off"]

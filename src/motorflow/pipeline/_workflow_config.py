@@ -73,7 +73,7 @@ def _not_a_yaml_value(name: Any) -> Any:
     if name is None or isinstance(name, bool):
         raise ConfigError(
             "",
-            f"a name read as {name!r}: YAML reads a bare null, yes, no, true or false as a "
+            f"a name read as {name!r}: YAML reads a bare null, ~, true or false as a "
             'value; quote it ("null": ...) or choose another name',
         )
     return name
