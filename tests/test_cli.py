@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import snakemake_env, tiny_config, train_through_stages
+from workflow_helpers import (
+    make_workdir,
+    snakemake,
+    snakemake_env,
+    tiny_config,
+    train_through_stages,
+)
 
 import motorflow as mf
 import motorflow.pipeline as mfp
@@ -350,3 +356,18 @@ def test_a_failing_check_is_a_message_naming_the_file_never_a_traceback(
     assert code == 2 and out == ""
     assert err.startswith(f"motorflow check: {path}: the check failed unexpectedly (KeyError"), err
     assert "Traceback" not in err
+
+
+@pytest.mark.workflow
+def test_check_and_the_workflow_refuse_a_config_with_the_same_message(capsys, tmp_path):
+    # A cross-experiment problem (more components than units): one check, two callers.
+    config = tiny_config()
+    config["analysis"] = {"pca": {"n_components": 9}}
+    workdir = make_workdir(tmp_path, config)
+    code, _, err = run(capsys, "check", workdir / "config/config.yaml")
+    message = "analysis.pca.n_components: is 9, but experiment 'quiet' has network.hidden_size 8"
+    assert code == 1 and message in err, err
+    result = snakemake(workdir, "--dry-run", check=False)
+    assert result.returncode != 0
+    assert f"Invalid config: {message}" in result.stdout + result.stderr
+    assert not (workdir / "results").exists()
