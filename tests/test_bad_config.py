@@ -545,6 +545,26 @@ CASES = {
         "protocols.noise.stages",
         ["[]", "non-empty"],
     ),
+    "a protocol condition that is not evaluated": (
+        at("protocols.noise.conditions", ["unperturbed", "curl"]),
+        "protocols.noise.conditions[1]",
+        ["'curl'", "evaluation.conditions"],
+    ),
+    "a protocol panel of a stage outside the protocol": (
+        at("protocols.noise.panels", [{"stage": "loud", "condition": "unperturbed"}]),
+        "protocols.noise.panels[0].stage",
+        ["'loud'", "not a stage of the protocol"],
+    ),
+    "a protocol panel in a condition that is not evaluated": (
+        at("protocols.noise.panels", [{"stage": "noisy", "condition": "windy"}]),
+        "protocols.noise.panels[0].condition",
+        ["'windy'", "evaluation.conditions"],
+    ),
+    "a protocol panel without a condition": (
+        at("protocols.noise.panels", [{"stage": "noisy"}]),
+        "protocols.noise.panels[0].condition",
+        ["required"],
+    ),
     # learning rules
     "an unknown learning rule": (
         at("trainings.quick.learning", {"kind": "forward_mode"}),

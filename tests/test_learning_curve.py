@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 from workflow_helpers import (
+    evaluate_through_stage,
     make_workdir,
     planned_jobs,
     snakemake,
@@ -20,21 +21,6 @@ from workflow_helpers import (
 import motorflow.pipeline as mfp
 
 EXPERIMENT = "noisy"  # feedback noise on: every snapshot must get the evaluation's noise
-
-
-def evaluate_into(experiment, results: Path, evaluation) -> None:
-    folder = results / experiment.name
-    mfp.evaluate_experiment(
-        experiment.name,
-        task=experiment.task,
-        seed=experiment.seed,
-        model_path=folder / "model",
-        eval_path=results / "trials" / experiment.dataset / "eval.zarr",
-        states_path=folder / "states.zarr",
-        metrics_path=folder / "metrics.zarr",
-        table_path=folder / "metrics.csv",
-        evaluation=evaluation,
-    )
 
 
 def snapshots_into(experiment, results: Path, evaluation) -> xr.Dataset:
@@ -60,7 +46,7 @@ def trained(tmp_path_factory):
     evaluation = mfp.parse_config(config).evaluation
     results = tmp_path_factory.mktemp("curve") / "results"
     train_through_stages(experiment, results)
-    evaluate_into(experiment, results, evaluation)
+    evaluate_through_stage(experiment, results, evaluation)
     return experiment, results, evaluation
 
 

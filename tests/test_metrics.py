@@ -17,6 +17,7 @@ METRIC_NAMES = [
     "peak_speed",
     "movement_time",
     "max_lateral_deviation",
+    "max_lateral_distance",
     "initial_angle_error",
     "path_length_ratio",
     "max_displacement",

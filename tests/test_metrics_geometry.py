@@ -82,6 +82,17 @@ def test_lateral_deviation_is_taken_where_it_is_largest_in_magnitude():
     assert float(one_reach(path * [1, -1], (1, 0)).max_lateral_deviation) == pytest.approx(0.1)
 
 
+@pytest.mark.parametrize("flip", [1, -1])
+def test_lateral_distance_is_the_size_of_the_largest_bulge_either_side(flip):
+    # A bulge of 5 cm to one side, then 10 cm to the other: the distance is 10 cm.
+    path = np.array([[0, 0], [0.2, 0.05], [0.4, 0], [0.6, -0.1], [0.8, -0.02], [1, 0]])
+    metrics = one_reach(path * [1, flip], (1, 0))
+    assert float(metrics.max_lateral_distance) == pytest.approx(0.1)
+    assert float(metrics.max_lateral_distance) == pytest.approx(
+        abs(float(metrics.max_lateral_deviation))
+    )
+
+
 def test_lateral_deviation_is_measured_from_the_start_not_the_origin():
     start = np.array([0.5, 0.5])
     path = start + bulging((0, 1), (-1, 0), 0.1)

@@ -218,3 +218,22 @@ def train_through_stages(experiment, results: Path) -> None:
         init_path=results / parent / "model" if parent else None,
         progress=False,
     )
+
+
+def evaluate_through_stage(experiment, results: Path, evaluation) -> None:
+    """The evaluation of `experiment`, trained into `results` (the workflow's layout),
+    through the stage function the workflow's script calls."""
+    import motorflow.pipeline as mfp
+
+    folder = results / experiment.name
+    mfp.evaluate_experiment(
+        experiment.name,
+        task=experiment.task,
+        seed=experiment.seed,
+        model_path=folder / "model",
+        eval_path=results / "trials" / experiment.dataset / "eval.zarr",
+        states_path=folder / "states.zarr",
+        metrics_path=folder / "metrics.zarr",
+        table_path=folder / "metrics.csv",
+        evaluation=evaluation,
+    )

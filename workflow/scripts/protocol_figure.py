@@ -15,6 +15,7 @@ with mfp.stage_logging(snakemake.log[0]):
         options=settings["figures"],
         statistics=settings["statistics"],
         panels=protocol["panels"],
+        conditions=protocol["conditions"],
         states_paths=dict(zip(snakemake.params.panel_stages, snakemake.input.states, strict=True)),
         curve_paths=dict(zip(snakemake.params.curve_stages, snakemake.input.curves, strict=True)),
         stage_batches=settings["stage_batches"],

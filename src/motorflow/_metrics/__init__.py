@@ -18,7 +18,13 @@ from ._base import AbstractMetric, Reach
 from ._compute import compute_metrics, metrics_table
 from ._endpoint import EndpointError, FinalSpeed
 from ._movement_time import MovementTime
-from ._path import InitialAngleError, MaxDisplacement, MaxLateralDeviation, PathLengthRatio
+from ._path import (
+    InitialAngleError,
+    MaxDisplacement,
+    MaxLateralDeviation,
+    MaxLateralDistance,
+    PathLengthRatio,
+)
 from ._speed import OnsetTime, PeakSpeed, ReactionTime
 
 METRICS: dict[str, AbstractMetric] = {
@@ -29,6 +35,7 @@ METRICS: dict[str, AbstractMetric] = {
         PeakSpeed(),
         MovementTime(),
         MaxLateralDeviation(),
+        MaxLateralDistance(),
         InitialAngleError(),
         PathLengthRatio(),
         MaxDisplacement(),
@@ -70,6 +77,7 @@ __all__ = [
     "InitialAngleError",
     "MaxDisplacement",
     "MaxLateralDeviation",
+    "MaxLateralDistance",
     "MovementTime",
     "OnsetTime",
     "PathLengthRatio",

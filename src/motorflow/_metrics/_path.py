@@ -23,6 +23,19 @@ class MaxLateralDeviation(AbstractMetric):
         return xr.where(most_left >= -most_right, most_left, most_right)
 
 
+class MaxLateralDistance(AbstractMetric):
+    """The largest perpendicular distance (m) of the path from the straight
+    start-to-final-goal line, either side: the size of `max_lateral_deviation`. A field
+    that pushes some reaches left and others right (Shadmehr & Mussa-Ivaldi 1994's B)
+    averages the signed deviation out over directions; this does not."""
+
+    NAME = "max_lateral_distance"
+    UNITS = "m"
+
+    def compute(self, reach: Reach) -> xr.DataArray:
+        return np.abs(cross(reach.direction, reach.offset)).max("time", skipna=False)
+
+
 class InitialAngleError(AbstractMetric):
     """The signed angle (rad) from the start-to-final-goal direction to the displacement
     at the first step where it reaches `initial_fraction` of the start-to-goal distance;

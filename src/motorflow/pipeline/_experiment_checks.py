@@ -163,6 +163,13 @@ def check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experime
                     f"{stage!r} is not an experiment (defined: {', '.join(experiments)})",
                 )
         conditions = settings.evaluation.conditions
+        for index, condition in enumerate(protocol.conditions):
+            if condition not in conditions:
+                raise ConfigError(
+                    f"protocols.{name}.conditions[{index}]",
+                    f"{condition!r} is not an evaluation condition (defined in "
+                    f"evaluation.conditions: {', '.join(conditions)})",
+                )
         for index, panel in enumerate(protocol.panels):
             path = f"protocols.{name}.panels[{index}]"
             if panel.stage not in protocol.stages:

@@ -381,6 +381,7 @@ def protocol_figure(
     options: Mapping[str, Any],
     statistics: Mapping[str, Any],
     panels: Sequence[Mapping[str, str]] = (),
+    conditions: Sequence[str] = (),
     states_paths: Mapping[str, Path] | None = None,
     curve_paths: Mapping[str, Path] | None = None,
     stage_batches: Mapping[str, int] | None = None,
@@ -397,16 +398,25 @@ def protocol_figure(
     - `curve_paths`: the learning curves (:func:`evaluate_snapshots`) of the stages
       that kept snapshots, in order; `stage_batches`: each stage's batches.
     - `statistics`: the ``statistics`` settings (the curve's bootstrap intervals).
+    - `conditions`: the evaluation conditions the summary and the curve keep (all if
+      empty).
     """
+
+    def chosen(metrics: xr.Dataset) -> xr.Dataset:
+        return metrics.sel(condition=list(conditions)) if conditions else metrics
+
     summary = protocol_summary(
-        {name: open_dataset(path) for name, path in zip(stages, metrics_paths, strict=True)},
+        {
+            name: chosen(open_dataset(path))
+            for name, path in zip(stages, metrics_paths, strict=True)
+        },
         metric=metric,
     )
     states = {name: read_states(path) for name, path in (states_paths or {}).items()}
     curve = interval = None
     if curve_paths:
         curve = protocol_curve(
-            {name: open_dataset(path) for name, path in curve_paths.items()},
+            {name: chosen(open_dataset(path)) for name, path in curve_paths.items()},
             metric=metric,
             stage_batches=stage_batches or {},
         )

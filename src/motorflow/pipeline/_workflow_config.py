@@ -238,6 +238,12 @@ class ProtocolSpec(Block):
     metric: ProtocolMetric = Field(
         "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
     )
+    conditions: tuple[Name, ...] = Field(
+        (),
+        max_length=100,
+        description="the evaluation conditions its summary and learning curve draw, in "
+        "order (e.g. `[null_field, curl_cw]`); empty: all",
+    )
     panels: tuple[ProtocolPanel, ...] = Field(
         (),
         max_length=12,
