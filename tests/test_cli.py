@@ -258,9 +258,74 @@ def test_the_installed_command_runs(results):
     assert sorted(replicate_blocks(done.stdout)) == [0, 1]
 
 
+# As a user sees it, and with warnings as errors (one caught inside would lose a line).
+@pytest.mark.parametrize("python_options", [[], ["-W", "error"]])
+def test_info_on_a_finished_workflow_run_prints_no_warning(results, tmp_path, python_options):
+    # Snakemake leaves a marker file in each directory it declared as an output.
+    finished = shutil.copytree(results / EXPERIMENT, tmp_path / EXPERIMENT)
+    outputs = ["history.zarr", "states.zarr", "metrics.zarr", "model", "model_best"]
+    for output in outputs:
+        (finished / output / ".snakemake_timestamp").touch()
+    done = subprocess.run(
+        [sys.executable, *python_options, "-m", "motorflow", "info", str(finished)],
+        capture_output=True,
+        text=True,
+        env=snakemake_env(),
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(replicate_blocks(done.stdout)) == [0, 1]
+    # Read from states.zarr: a warning turned into an error would have lost it.
+    assert "of the final parameters" in done.stdout
+
+
 def test_python_m_motorflow_is_the_same_command(results, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["motorflow", "info", str(results / "typo")])
     with pytest.raises(SystemExit) as exit_:
         runpy.run_module("motorflow", run_name="__main__")
     assert exit_.value.code == 2
     assert "is not a trained experiment" in capsys.readouterr().err
+
+
+# What a mistyped or --help command line must not wait for.
+HEAVY_LIBRARIES = ("jax", "jaxlib", "equinox", "optax", "xarray", "zarr", "matplotlib", "pandas")
+
+
+def imported_modules(importtime: str) -> set[str]:
+    """The modules named in Python's ``-X importtime`` report."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in importtime.splitlines()
+        if line.startswith("import time:") and not line.endswith("imported package")
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["--help"], 0, "usage: motorflow"),
+        (["info", "--help"], 0, "usage: motorflow info"),
+        (["nosuchcommand"], 2, "invalid choice: 'nosuchcommand'"),
+        (["info"], 2, "the following arguments are required: experiment"),
+        (["export", "results/x", "out"], 2, "the following arguments are required: --replicate"),
+    ],
+)
+@pytest.mark.parametrize("entry", ["python -m motorflow", "motorflow"])
+def test_help_and_argument_errors_answer_without_loading_jax(entry, argv, code, says):
+    script = Path(sys.executable).parent / "motorflow"
+    if entry == "motorflow" and not script.exists():
+        pytest.skip("the motorflow command is not installed beside this Python")
+    command = [sys.executable, "-m", "motorflow"] if entry != "motorflow" else [str(script)]
+    done = subprocess.run(
+        [*command, *argv],
+        capture_output=True,
+        text=True,
+        env=snakemake_env({"PYTHONPROFILEIMPORTTIME": "1"}),
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert says in done.stdout + done.stderr
+    imported = imported_modules(done.stderr)
+    assert "motorflow.pipeline._cli" in imported  # the report covers the command's imports
+    loaded = sorted(m for m in imported if m.split(".")[0] in HEAVY_LIBRARIES)
+    assert loaded == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import xarray as xr
 
 from .._metrics import METRIC_UNITS
 from .._model._saved_ensembles import load_training_record
-from ._store import StoreError
+from ._store import StoreError, opened_store
 
 HISTORY = "history.zarr"
 STATES = "states.zarr"
@@ -72,11 +71,8 @@ def experiment_folder(path: str | Path) -> Path:
 def _read_history(path: Path, variables: tuple[str, ...] = ()) -> xr.Dataset:
     """The experiment's history with only `variables` loaded (its snapshots can be large)."""
     try:
-        with warnings.catch_warnings():
-            # Snakemake marks directory outputs with a file zarr does not know.
-            warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
-            with xr.open_zarr(path / HISTORY, consolidated=False) as history:
-                loaded = history[list(variables)].load()
+        with opened_store(path / HISTORY) as history:
+            loaded = history[list(variables)].load()
     except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
         raise StoreError(
             path / HISTORY, f"cannot be read ({type(error).__name__}: {error})"
@@ -216,7 +212,7 @@ def _metrics_by_replicate(path: Path) -> dict[int, pd.DataFrame]:
 def _evaluated_parameters(path: Path) -> str:
     """Which parameters the states were evaluated with, as a remark ("" if unknown)."""
     try:
-        with xr.open_zarr(path / STATES, consolidated=False) as states:
+        with opened_store(path / STATES) as states:
             return f", of the {json.loads(states.attrs['parameters'])} parameters"
     except Exception:  # noqa: BLE001 - a missing or foreign store only loses this remark
         return ""
