@@ -3,8 +3,10 @@ replicate that loads (with motorflow or plain equinox) as the replicate it was."
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -17,7 +19,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import snakemake_env, tiny_config, train_through_stages
+from workflow_helpers import (
+    make_workdir,
+    planned_jobs,
+    snakemake,
+    snakemake_command,
+    snakemake_env,
+    tiny_config,
+    train_through_stages,
+)
 
 import motorflow as mf
 import motorflow.pipeline as mfp
@@ -277,6 +287,28 @@ def test_info_on_a_finished_workflow_run_prints_no_warning(results, tmp_path, py
     assert sorted(replicate_blocks(done.stdout)) == [0, 1]
     # Read from states.zarr: a warning turned into an error would have lost it.
     assert "of the final parameters" in done.stdout
+
+
+def test_a_workflow_run_records_and_info_shows_the_users_command_and_the_job(tmp_path, capsys):
+    config = tiny_config()
+    del config["experiments"]["noisy"], config["protocols"]
+    config["trainings"]["quick"].update(
+        n_batches=4, validation={"every": 2}, log={"every": 2}, checkpoint={"every": 2}
+    )
+    workdir = make_workdir(tmp_path, config)
+    target = "results/quiet/history.zarr"
+    snakemake(workdir, target)
+    history = mfp.open_dataset(workdir / target)
+    record = json.loads(history.attrs["run_record"])
+    # What was typed (python -m snakemake ...), not the job's temporary script.
+    assert record["command"] == snakemake_command(target)
+    assert (record["rule"], record["wildcards"]) == ("train", {"experiment": "quiet"})
+    code, out, _ = run(capsys, "info", workdir / "results/quiet")
+    assert code == 0
+    assert f"  command: {shlex.join(snakemake_command(target))}\n" in out
+    assert "  workflow job: rule train (experiment=quiet)\n" in out
+    # The command is no param: another command line makes no job stale.
+    assert planned_jobs(workdir, "results/quiet/model") == set()
 
 
 def test_python_m_motorflow_is_the_same_command(results, capsys, monkeypatch):

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         resolve_experiment,
         resolve_experiments,
     )
+    from ._invocation import job_invocation, note_workflow_command
     from ._job_settings import (
         SETTING_PARAM_PREFIX,
         evaluate_job_settings,
@@ -100,10 +101,12 @@ __all__ = [
     "flatten_settings",
     "grid_points",
     "is_arm",
+    "job_invocation",
     "job_run_settings",
     "job_settings",
     "load_config_file",
     "make_trials",
+    "note_workflow_command",
     "open_dataset",
     "parse_config",
     "parse_run_settings",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,11 @@ def _run_lines(record: Mapping[str, Any]) -> list[str]:
     if record.get("resumed_from_batch"):
         lines.append(f"resumed from batch {record['resumed_from_batch']}")
     lines.append(f"devices: {', '.join(record.get('devices', [])) or 'not recorded'}")
+    if record.get("command"):
+        lines.append(f"command: {shlex.join(record['command'])}")
+    if record.get("rule"):
+        wildcards = ", ".join(f"{k}={v}" for k, v in record.get("wildcards", {}).items())
+        lines.append(f"workflow job: rule {record['rule']}" + (f" ({wildcards})" * bool(wildcards)))
     versions = record.get("versions", {})
     if versions:
         lines.append("versions: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
