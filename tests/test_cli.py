@@ -138,6 +138,30 @@ def test_info_says_what_is_not_written_yet_and_which_replicate_diverged(results,
     assert re.search(r"diverged +yes, at batch 7", blocks[1])
 
 
+@pytest.mark.parametrize(
+    ("resumed_from", "says"),
+    [
+        (0, None),
+        (5, "resumed from the checkpoint at batch 5 of 10"),
+        # A reverted edit or a finished run: no batch trained, none after the last named.
+        (10, "nothing was left to train: all 10 batches came from a checkpoint"),
+    ],
+)
+def test_info_says_truly_where_a_resumed_training_started(
+    results, capsys, tmp_path, resumed_from, says
+):
+    resumed = tmp_path / "resumed"
+    history = mfp.open_dataset(results / EXPERIMENT / "history.zarr")
+    record = json.loads(history.attrs["run_record"])
+    history.attrs["run_record"] = json.dumps({**record, "resumed_from_batch": resumed_from})
+    mfp.write_dataset(history, resumed / "history.zarr")
+    code, out, _ = run(capsys, "info", resumed)
+    assert code == 0
+    run_section = out.split("\nrun\n")[1].split("\nmodels\n")[0]
+    lines = [line for line in run_section.splitlines() if "resumed" in line or "left" in line]
+    assert lines == ([f"  {says}"] if says else [])
+
+
 def test_a_folder_that_is_no_experiment_is_named_with_the_experiments_beside_it(results, capsys):
     for command in (["info"], ["export"]):
         argv = [*command, results / "typo"]

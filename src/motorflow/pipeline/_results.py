@@ -125,7 +125,7 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _run_lines(record: Mapping[str, Any]) -> list[str]:
+def _run_lines(record: Mapping[str, Any], n_batches: int) -> list[str]:
     timing = record.get("timing", {})
     lines = []
     if "total_seconds" in timing:
@@ -139,8 +139,11 @@ def _run_lines(record: Mapping[str, Any]) -> list[str]:
             f"(p10 {timing['seconds_per_batch_p10']:.3g}, p90 "
             f"{timing['seconds_per_batch_p90']:.3g}; {timing['timed_batches']} batches timed)"
         )
-    if record.get("resumed_from_batch"):
-        lines.append(f"resumed from batch {record['resumed_from_batch']}")
+    resumed = record.get("resumed_from_batch", 0)
+    if resumed >= n_batches:
+        lines.append(f"nothing was left to train: all {n_batches} batches came from a checkpoint")
+    elif resumed:
+        lines.append(f"resumed from the checkpoint at batch {resumed} of {n_batches}")
     lines.append(f"devices: {', '.join(record.get('devices', [])) or 'not recorded'}")
     if record.get("command"):
         lines.append(f"command: {shlex.join(record['command'])}")
@@ -246,7 +249,7 @@ def experiment_report(path: str | Path) -> str:
         "settings",
         *("  " + line for line in _settings_lines(settings)),
         "run",
-        *("  " + line for line in _run_lines(record)),
+        *("  " + line for line in _run_lines(record, settings["training"]["n_batches"])),
         "models",
         *("  " + line for line in _model_lines(path)),
     ]
