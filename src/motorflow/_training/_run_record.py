@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -158,7 +159,7 @@ def describe_record(record: dict[str, Any]) -> str:
         f"trainable parameters per replicate: {total:,} ({shapes})",
         f"devices: {', '.join(record['devices'])}",
         "versions: " + ", ".join(f"{k} {v}" for k, v in record["versions"].items()),
-        f"command: {' '.join(record['command'])}",
+        f"command: {shlex.join(record['command'])}",
     ]
     if "rule" in record:
         wildcards = ", ".join(f"{k}={v}" for k, v in record.get("wildcards", {}).items())
