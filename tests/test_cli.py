@@ -3,8 +3,10 @@ replicate that loads (with motorflow or plain equinox) as the replicate it was."
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,7 +21,9 @@ import pytest
 import yaml
 from workflow_helpers import (
     make_workdir,
+    planned_jobs,
     snakemake,
+    snakemake_command,
     snakemake_env,
     tiny_config,
     train_through_stages,
@@ -132,6 +136,30 @@ def test_info_says_what_is_not_written_yet_and_which_replicate_diverged(results,
     blocks = replicate_blocks(out)
     assert re.search(r"diverged +no", blocks[0])
     assert re.search(r"diverged +yes, at batch 7", blocks[1])
+
+
+@pytest.mark.parametrize(
+    ("resumed_from", "says"),
+    [
+        (0, None),
+        (5, "resumed from the checkpoint at batch 5 of 10"),
+        # A reverted edit or a finished run: no batch trained, none after the last named.
+        (10, "nothing was left to train: all 10 batches came from a checkpoint"),
+    ],
+)
+def test_info_says_truly_where_a_resumed_training_started(
+    results, capsys, tmp_path, resumed_from, says
+):
+    resumed = tmp_path / "resumed"
+    history = mfp.open_dataset(results / EXPERIMENT / "history.zarr")
+    record = json.loads(history.attrs["run_record"])
+    history.attrs["run_record"] = json.dumps({**record, "resumed_from_batch": resumed_from})
+    mfp.write_dataset(history, resumed / "history.zarr")
+    code, out, _ = run(capsys, "info", resumed)
+    assert code == 0
+    run_section = out.split("\nrun\n")[1].split("\nmodels\n")[0]
+    lines = [line for line in run_section.splitlines() if "resumed" in line or "left" in line]
+    assert lines == ([f"  {says}"] if says else [])
 
 
 def test_a_folder_that_is_no_experiment_is_named_with_the_experiments_beside_it(results, capsys):
@@ -264,6 +292,49 @@ def test_the_installed_command_runs(results):
     assert sorted(replicate_blocks(done.stdout)) == [0, 1]
 
 
+# As a user sees it, and with warnings as errors (one caught inside would lose a line).
+@pytest.mark.parametrize("python_options", [[], ["-W", "error"]])
+def test_info_on_a_finished_workflow_run_prints_no_warning(results, tmp_path, python_options):
+    # Snakemake leaves a marker file in each directory it declared as an output.
+    finished = shutil.copytree(results / EXPERIMENT, tmp_path / EXPERIMENT)
+    outputs = ["history.zarr", "states.zarr", "metrics.zarr", "model", "model_best"]
+    for output in outputs:
+        (finished / output / ".snakemake_timestamp").touch()
+    done = subprocess.run(
+        [sys.executable, *python_options, "-m", "motorflow", "info", str(finished)],
+        capture_output=True,
+        text=True,
+        env=snakemake_env(),
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert sorted(replicate_blocks(done.stdout)) == [0, 1]
+    # Read from states.zarr: a warning turned into an error would have lost it.
+    assert "of the final parameters" in done.stdout
+
+
+def test_a_workflow_run_records_and_info_shows_the_users_command_and_the_job(tmp_path, capsys):
+    config = tiny_config()
+    del config["experiments"]["noisy"], config["protocols"]
+    config["trainings"]["quick"].update(
+        n_batches=4, validation={"every": 2}, log={"every": 2}, checkpoint={"every": 2}
+    )
+    workdir = make_workdir(tmp_path, config)
+    target = "results/quiet/history.zarr"
+    snakemake(workdir, target)
+    history = mfp.open_dataset(workdir / target)
+    record = json.loads(history.attrs["run_record"])
+    # What was typed (python -m snakemake ...), not the job's temporary script.
+    assert record["command"] == snakemake_command(target)
+    assert (record["rule"], record["wildcards"]) == ("train", {"experiment": "quiet"})
+    code, out, _ = run(capsys, "info", workdir / "results/quiet")
+    assert code == 0
+    assert f"  command: {shlex.join(snakemake_command(target))}\n" in out
+    assert "  workflow job: rule train (experiment=quiet)\n" in out
+    # The command is no param: another command line makes no job stale.
+    assert planned_jobs(workdir, "results/quiet/model") == set()
+
+
 def test_python_m_motorflow_is_the_same_command(results, capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["motorflow", "info", str(results / "typo")])
     with pytest.raises(SystemExit) as exit_:
@@ -371,3 +442,47 @@ def test_check_and_the_workflow_refuse_a_config_with_the_same_message(capsys, tm
     assert result.returncode != 0
     assert f"Invalid config: {message}" in result.stdout + result.stderr
     assert not (workdir / "results").exists()
+
+
+# What a mistyped or --help command line must not wait for.
+HEAVY_LIBRARIES = ("jax", "jaxlib", "equinox", "optax", "xarray", "zarr", "matplotlib", "pandas")
+
+
+def imported_modules(importtime: str) -> set[str]:
+    """The modules named in Python's ``-X importtime`` report."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in importtime.splitlines()
+        if line.startswith("import time:") and not line.endswith("imported package")
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "says"),
+    [
+        (["--help"], 0, "usage: motorflow"),
+        (["info", "--help"], 0, "usage: motorflow info"),
+        (["nosuchcommand"], 2, "invalid choice: 'nosuchcommand'"),
+        (["info"], 2, "the following arguments are required: experiment"),
+        (["export", "results/x", "out"], 2, "the following arguments are required: --replicate"),
+    ],
+)
+@pytest.mark.parametrize("entry", ["python -m motorflow", "motorflow"])
+def test_help_and_argument_errors_answer_without_loading_jax(entry, argv, code, says):
+    script = Path(sys.executable).parent / "motorflow"
+    if entry == "motorflow" and not script.exists():
+        pytest.skip("the motorflow command is not installed beside this Python")
+    command = [sys.executable, "-m", "motorflow"] if entry != "motorflow" else [str(script)]
+    done = subprocess.run(
+        [*command, *argv],
+        capture_output=True,
+        text=True,
+        env=snakemake_env({"PYTHONPROFILEIMPORTTIME": "1"}),
+        check=False,
+    )
+    assert done.returncode == code, done.stderr
+    assert says in done.stdout + done.stderr
+    imported = imported_modules(done.stderr)
+    assert "motorflow.pipeline._cli" in imported  # the report covers the command's imports
+    loaded = sorted(m for m in imported if m.split(".")[0] in HEAVY_LIBRARIES)
+    assert loaded == []

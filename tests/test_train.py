@@ -117,6 +117,8 @@ def test_resuming_after_interruptions_equals_an_uninterrupted_run(
         resumed = setup.train(checkpoint_dir=directory)
     assert resume_points(caplog.text) == resumed_from
     assert resumed.record["resumed_from_batch"] == resumed_from[-1]
+    assert f"for batches {resumed_from[-1] + 1} to 40 of 8 trials" in caplog.text
+    assert f"Training done: batches {resumed_from[-1] + 1} to 40 in" in caplog.text
     assert int(resumed.state.step) == 40
     assert_trees_equal(resumed.state, reference.state)
     assert_trees_equal(resumed.history, reference.history)
@@ -125,12 +127,17 @@ def test_resuming_after_interruptions_equals_an_uninterrupted_run(
     )
 
 
-def test_a_finished_run_reruns_from_its_final_checkpoint(tiny, tmp_path):
+def test_a_finished_run_reruns_from_its_final_checkpoint(tiny, tmp_path, caplog):
     setup = tiny()
     first = setup.train(checkpoint_dir=tmp_path)
     calls = []
-    again = setup.train(checkpoint_dir=tmp_path, on_log=lambda done, _: calls.append(done))
+    with caplog.at_level(logging.INFO, logger="motorflow"):
+        again = setup.train(checkpoint_dir=tmp_path, on_log=lambda done, _: calls.append(done))
     assert calls == [] and again.record["resumed_from_batch"] == 40
+    # The log says so, and names no batch after the last ("batches 41 to 40").
+    assert "Nothing to train: all 40 batches were done already" in caplog.text
+    assert "Training done: no batch was left to train" in caplog.text
+    assert not re.search(r"batch(es)? 41", caplog.text)
     assert_trees_equal(again.state, first.state)
 
 

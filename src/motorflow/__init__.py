@@ -27,132 +27,152 @@ A perturbation with a new kind of effect, or a learning rule that needs a new ro
 hook, also touches the loop (``_model/_loop.py``: ``Effects``, :class:`RolloutOptions`).
 """
 
-from ._analysis._base import AbstractAnalysis, AnalysisInputs
-from ._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
-from ._analysis._fixed_points import (
-    FixedPointsAnalysis,
-    find_fixed_points,
-    sample_starts,
-    steady_inputs,
-)
-from ._analysis._jpca import JPCAAnalysis, hidden_jpca
-from ._analysis._pca import PCAAnalysis, hidden_pca
-from ._analysis._statistics import bootstrap_interval, replicate_values, summarise, summary_table
-from ._analysis._tuning import TuningAnalysis, directional_tuning
-from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, VanillaCell
-from ._config import (
-    ConfigError,
-    FeedbackConfig,
-    LossConfig,
-    ModelConfig,
-    NetworkConfig,
-    OptimizerConfig,
-    ScheduleConfig,
-    TrainConfig,
-    check_model_fits_task,
-)
-from ._evaluate import condition_trials, evaluate, rollout_ensemble
-from ._figures import (
-    curve_interval,
-    diverged_replicates,
-    plot_arm_postures,
-    plot_comparison,
-    plot_fixed_points,
-    plot_jpca,
-    plot_loss_history,
-    plot_pca_trajectories,
-    plot_protocol,
-    plot_speed_profiles,
-    plot_sweep,
-    plot_trajectories,
-    plot_tuning,
-    protocol_curve,
-    protocol_summary,
-)
-from ._losses import (
-    LOSS_TERMS,
-    AbstractLossTerm,
-    EffortTerm,
-    FinalVelocityTerm,
-    HiddenTerm,
-    HoldTerm,
-    PositionTerm,
-    loss_terms,
-    total_loss,
-)
-from ._metrics import METRICS, AbstractMetric, metrics_table, reach_metrics
-from ._model._ensemble import (
-    build_model,
-    make_ensemble,
-    n_replicates,
-    replicate_keys,
-    take_replicate,
-)
-from ._model._episode import Targets, run_trial, run_trials
-from ._model._feedback import FeedbackChannel
-from ._model._loop import ClosedLoop, Rollout, RolloutOptions
-from ._model._network import Network
-from ._model._saved_ensembles import (
-    adopt_weights,
-    load_ensemble,
-    load_optimizer_state,
-    load_training_record,
-    save_ensemble,
-)
-from ._perturbations import (
-    PERTURBATIONS,
-    AbstractPerturbation,
-    ConstantField,
-    CurlField,
-    Effects,
-    FeedbackOffset,
-    ForcePulse,
-    TargetJump,
-    TrialGeometry,
-    ViscousField,
-    draw_conditions,
-    draw_params,
-    total_effects,
-)
-from ._plants import (
-    PLANTS,
-    AbstractPlant,
-    ArmConfig,
-    MuscleArm,
-    MuscleArmConfig,
-    PlantConfig,
-    PointMass,
-    PointMassConfig,
-    TwoLinkArm,
-)
-from ._tasks import (
-    TASKS,
-    CenterOut,
-    CenterOutConfig,
-    CenterOutTaskConfig,
-    DelayedReachConfig,
-    PostureConfig,
-    ReachConfig,
-    Task,
-    TaskConfig,
-    Trials,
-    WorkspaceTask,
-)
-from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
-from ._training._divergence import NonFiniteLossError
-from ._training._driver import TrainResult, train
-from ._training._history import empty_history, history_dataset
-from ._training._optimizer import learning_rate_schedule, make_optimizer
-from ._training._plan import TrainingPlan
-from ._training._preemption import TrainingPreempted
-from ._training._run_identity import run_fingerprint, run_id
-from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
-from ._training._state import BatchRecords, TrainState
-from ._training._trainable import trainable_filter
-from ._training._trainer import Trainer
-from ._training.constraints import CONSTRAINTS, AbstractConstraint, Constraints
-from ._training.rules import BPTT, LEARNING_RULES, RLS, AbstractLearningRule, EProp, TruncatedBPTT
-from ._training.update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_names
+
+# The names below load on first use (motorflow._lazy): importing the package is cheap.
+if TYPE_CHECKING:
+    from ._analysis._base import AbstractAnalysis, AnalysisInputs
+    from ._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
+    from ._analysis._fixed_points import (
+        FixedPointsAnalysis,
+        find_fixed_points,
+        sample_starts,
+        steady_inputs,
+    )
+    from ._analysis._jpca import JPCAAnalysis, hidden_jpca
+    from ._analysis._pca import PCAAnalysis, hidden_pca
+    from ._analysis._statistics import (
+        bootstrap_interval,
+        replicate_values,
+        summarise,
+        summary_table,
+    )
+    from ._analysis._tuning import TuningAnalysis, directional_tuning
+    from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, VanillaCell
+    from ._config import (
+        ConfigError,
+        FeedbackConfig,
+        LossConfig,
+        ModelConfig,
+        NetworkConfig,
+        OptimizerConfig,
+        ScheduleConfig,
+        TrainConfig,
+        check_model_fits_task,
+    )
+    from ._evaluate import condition_trials, evaluate, rollout_ensemble
+    from ._figures import (
+        curve_interval,
+        diverged_replicates,
+        plot_arm_postures,
+        plot_comparison,
+        plot_fixed_points,
+        plot_jpca,
+        plot_loss_history,
+        plot_pca_trajectories,
+        plot_protocol,
+        plot_speed_profiles,
+        plot_sweep,
+        plot_trajectories,
+        plot_tuning,
+        protocol_curve,
+        protocol_summary,
+    )
+    from ._losses import (
+        LOSS_TERMS,
+        AbstractLossTerm,
+        EffortTerm,
+        FinalVelocityTerm,
+        HiddenTerm,
+        HoldTerm,
+        PositionTerm,
+        loss_terms,
+        total_loss,
+    )
+    from ._metrics import METRICS, AbstractMetric, metrics_table, reach_metrics
+    from ._model._ensemble import (
+        build_model,
+        make_ensemble,
+        n_replicates,
+        replicate_keys,
+        take_replicate,
+    )
+    from ._model._episode import Targets, run_trial, run_trials
+    from ._model._feedback import FeedbackChannel
+    from ._model._loop import ClosedLoop, Rollout, RolloutOptions
+    from ._model._network import Network
+    from ._model._saved_ensembles import (
+        adopt_weights,
+        load_ensemble,
+        load_optimizer_state,
+        load_training_record,
+        save_ensemble,
+    )
+    from ._perturbations import (
+        PERTURBATIONS,
+        AbstractPerturbation,
+        ConstantField,
+        CurlField,
+        Effects,
+        FeedbackOffset,
+        ForcePulse,
+        TargetJump,
+        TrialGeometry,
+        ViscousField,
+        draw_conditions,
+        draw_params,
+        total_effects,
+    )
+    from ._plants import (
+        PLANTS,
+        AbstractPlant,
+        ArmConfig,
+        MuscleArm,
+        MuscleArmConfig,
+        PlantConfig,
+        PointMass,
+        PointMassConfig,
+        TwoLinkArm,
+    )
+    from ._tasks import (
+        TASKS,
+        CenterOut,
+        CenterOutConfig,
+        CenterOutTaskConfig,
+        DelayedReachConfig,
+        PostureConfig,
+        ReachConfig,
+        Task,
+        TaskConfig,
+        Trials,
+        WorkspaceTask,
+    )
+    from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
+    from ._training._divergence import NonFiniteLossError
+    from ._training._driver import TrainResult, train
+    from ._training._history import empty_history, history_dataset
+    from ._training._optimizer import learning_rate_schedule, make_optimizer
+    from ._training._plan import TrainingPlan
+    from ._training._preemption import TrainingPreempted
+    from ._training._run_identity import run_fingerprint, run_id
+    from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
+    from ._training._state import BatchRecords, TrainState
+    from ._training._trainable import trainable_filter
+    from ._training._trainer import Trainer
+    from ._training.constraints import CONSTRAINTS, AbstractConstraint, Constraints
+    from ._training.rules import (
+        BPTT,
+        LEARNING_RULES,
+        RLS,
+        AbstractLearningRule,
+        EProp,
+        TruncatedBPTT,
+    )
+    from ._training.update_rules import UPDATE_RULES, AbstractUpdateRule, UpdateRules
+
+__getattr__, __dir__ = lazy_names(__name__)
 
 __all__ = [
     "ANALYSES",

@@ -20,6 +20,12 @@ import motorflow.pipeline as mfp
 if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
+# The command that started the workflow, for the train jobs' run record (a job's own
+# command line is a temporary script's). Passed through the environment, which the
+# jobs inherit, never as a param: params decide reruns, and another command line must
+# not make any job stale (motorflow.pipeline._invocation).
+mfp.note_workflow_command()
+
 # The config files (--configfile, else the default) are read again by motorflow's
 # own loader, which refuses duplicate keys, aliases, tags and templating, and
 # reads 1e-3 as a number; `--config KEY=VALUE` overrides them as in Snakemake.

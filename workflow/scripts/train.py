@@ -24,4 +24,7 @@ with mfp.stage_logging(snakemake.log[0]):
         checkpoint_dir=model_path.parent / "checkpoints",
         # The trained model of the experiment it starts from (init_from), if any.
         init_path=snakemake.input.init[0] if snakemake.input.init else None,
+        # For the run record: the command that started the workflow (noted as the
+        # Snakefile was parsed), this job's rule and wildcards.
+        invocation=mfp.job_invocation(snakemake.rule, dict(snakemake.wildcards.items())),
     )

@@ -4,7 +4,7 @@ between checkpoints, validation, logs and TensorBoard, and resumes where a run s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +48,8 @@ logger = logging.getLogger("motorflow")
 
 class TrainResult(eqx.Module):
     """The trained ensemble, the one with each replicate's best validated parameters,
-    its history, the final train state, the run's identity and its record (parameters, machine, versions, step times: :mod:`motorflow._training._run_record`)."""
+    its history, the final train state, the run's identity and its record (parameters,
+    machine, versions, command, step times: :mod:`motorflow._training._run_record`)."""
 
     ensemble: Any
     best_ensemble: Any
@@ -91,6 +92,7 @@ def train(
     restart: bool = False,
     initial_opt_state: Any = None,
     tensorboard_dir: str | Path | None = None,
+    invocation: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Train `ensemble` on `trials`, resuming from `checkpoint_dir` when it holds this run.
 
@@ -118,6 +120,10 @@ def train(
       :attr:`TrainState.opt_state`) rather than a fresh one: continue a training.
     - `tensorboard_dir`: write TensorBoard event files there
       (:mod:`motorflow._training._tensorboard`; needs tensorboardX); None: none.
+    - `invocation`: how this run was started, entered as is into the run record
+      (:attr:`TrainResult.record`) over its default ``command``, this process's command
+      line; a workflow job gives the command that started the workflow, its rule and
+      its wildcards. The record decides nothing: the result does not depend on it.
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
     SIGTERM or SIGUSR1 (in the main thread) make it checkpoint after the running
@@ -159,7 +165,7 @@ def train(
         initial_opt_state=initial_opt_state,
     )
     identity = run_id(fingerprint)
-    record = {"parameters": parameters, **environment()}
+    record = {"parameters": parameters, **environment(), **(invocation or {})}
     checkpoints = open_checkpoints(checkpoint_dir, identity, fingerprint, config, restart)
     policy = DivergencePolicy(config.on_divergence, lambda: resume_hint(checkpoints))
 
@@ -194,13 +200,18 @@ def train(
             board.validation(done, validation_at(history, done))
         record["resumed_from_batch"] = done
         logger.info("Run record:\n%s", describe_record(record))
-        logger.info(
-            "Training %d replicates for batches %d to %d of %d trials each",
-            config.n_replicates,
-            done + 1,
-            config.n_batches,
-            config.batch_size,
-        )
+        if done < config.n_batches:
+            logger.info(
+                "Training %d replicates for %s of %d trials each",
+                config.n_replicates,
+                _batch_span(done, config.n_batches),
+                config.batch_size,
+            )
+        else:
+            logger.info(
+                "Nothing to train: all %d batches were done already (the final checkpoint)",
+                config.n_batches,
+            )
         rate = BatchRate(done)
         if done == 0:
             state, _ = validated(state, 0)
@@ -262,9 +273,10 @@ def train(
                     on_log(stop, history)
     record["timing"] = timer.summary()
     logger.info(
-        "Training done: batches %d to %d in %.1f s",
-        record["resumed_from_batch"] + 1,
-        config.n_batches,
+        "Training done: %s in %.1f s",
+        _batch_span(done, config.n_batches)
+        if done < config.n_batches
+        else "no batch was left to train",
         record["timing"]["total_seconds"],
     )
     logger.info("Run record:\n%s", describe_record(record))
@@ -276,6 +288,13 @@ def train(
         run_id=identity,
         record=record,
     )
+
+
+def _batch_span(done: int, n_batches: int) -> str:
+    """The batches a run trains when `done` (< `n_batches`) were done, in words."""
+    if done + 1 == n_batches:
+        return f"batch {n_batches} (the last)"
+    return f"batches {done + 1} to {n_batches}"
 
 
 def _chunk_inputs(

@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, Self
 
 import equinox as eqx
@@ -65,6 +67,14 @@ def _version(name: str) -> str:
         return "not installed"
 
 
+def command_line() -> list[str]:
+    """This process's command line as it was typed: ``python -m snakemake ...`` keeps
+    its interpreter and ``-m`` (its ``sys.argv`` would start with a ``__main__.py``)."""
+    if Path(sys.argv[0]).name == "__main__.py":
+        return list(sys.orig_argv)
+    return list(sys.argv)
+
+
 def environment() -> dict[str, Any]:
     """The devices, library versions, Python and the command of this process."""
     return {
@@ -75,7 +85,7 @@ def environment() -> dict[str, Any]:
             **{name: _version(name) for name in _LIBRARIES},
         },
         "code_version": code_version(),
-        "command": list(sys.argv),
+        "command": command_line(),
         "host": platform.node(),
     }
 
@@ -149,8 +159,11 @@ def describe_record(record: dict[str, Any]) -> str:
         f"trainable parameters per replicate: {total:,} ({shapes})",
         f"devices: {', '.join(record['devices'])}",
         "versions: " + ", ".join(f"{k} {v}" for k, v in record["versions"].items()),
-        f"command: {' '.join(record['command'])}",
+        f"command: {shlex.join(record['command'])}",
     ]
+    if "rule" in record:
+        wildcards = ", ".join(f"{k}={v}" for k, v in record.get("wildcards", {}).items())
+        lines.append(f"job: rule {record['rule']}{f' ({wildcards})' if wildcards else ''}")
     if "seconds_per_batch_median" in timing:
         lines.append(
             f"seconds per batch: median {timing['seconds_per_batch_median']:.4g}, "

@@ -4,67 +4,76 @@ workflow config and its loader, devices, logging, export and the command line.
 The Snakemake scripts call these; the science they run is :mod:`motorflow`'s.
 """
 
-from .._identity import canonical_json, code_version, tree_digest
-from ._analysis_stages import (
-    analyse_experiment,
-    analysis_figures,
-    comparison_figure,
-    summary_stage,
-    sweep_figure,
-)
-from ._check import CheckedConfig, check_config, read_config
-from ._config_file import load_config_file
-from ._describe import describe_experiment
-from ._devices import claim_gpus, use_devices, visible_gpus
-from ._experiments import (
-    Experiment,
-    experiment_keys,
-    resolve_experiment,
-    resolve_experiments,
-)
-from ._job_settings import (
-    SETTING_PARAM_PREFIX,
-    evaluate_job_settings,
-    flatten_settings,
-    is_arm,
-    job_run_settings,
-    job_settings,
-    parse_run_settings,
-    parse_setting_params,
-    rule_params,
-    setting_param,
-    train_job_experiment,
-)
-from ._runtime import enable_compilation_cache, stage_logging
-from ._stages import (
-    arm_figure,
-    evaluate_experiment,
-    evaluate_snapshots,
-    experiment_figures,
-    make_trials,
-    protocol_figure,
-    train_experiment,
-)
-from ._store import (
-    StoreError,
-    center_out_dataset,
-    open_dataset,
-    read_center_out,
-    read_states,
-    read_trials,
-    trials_dataset,
-    write_dataset,
-    write_trials,
-)
-from ._sweeps import grid_points
-from ._workflow_config import (
-    EvaluationConfig,
-    SweepSpec,
-    WorkflowConfig,
-    check_name,
-    config_json_schema,
-    parse_config,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names
+
+# The names below load on first use (motorflow._lazy): importing the package is cheap.
+if TYPE_CHECKING:
+    from .._identity import canonical_json, code_version, tree_digest
+    from ._analysis_stages import (
+        analyse_experiment,
+        analysis_figures,
+        comparison_figure,
+        summary_stage,
+        sweep_figure,
+    )
+    from ._check import CheckedConfig, check_config, read_config
+    from ._config_file import load_config_file
+    from ._describe import describe_experiment
+    from ._devices import claim_gpus, use_devices, visible_gpus
+    from ._experiments import (
+        Experiment,
+        experiment_keys,
+        resolve_experiment,
+        resolve_experiments,
+    )
+    from ._invocation import job_invocation, note_workflow_command
+    from ._job_settings import (
+        SETTING_PARAM_PREFIX,
+        evaluate_job_settings,
+        flatten_settings,
+        is_arm,
+        job_run_settings,
+        job_settings,
+        parse_run_settings,
+        parse_setting_params,
+        rule_params,
+        setting_param,
+        train_job_experiment,
+    )
+    from ._runtime import enable_compilation_cache, stage_logging
+    from ._stages import (
+        arm_figure,
+        evaluate_experiment,
+        evaluate_snapshots,
+        experiment_figures,
+        make_trials,
+        protocol_figure,
+        train_experiment,
+    )
+    from ._store import (
+        StoreError,
+        center_out_dataset,
+        open_dataset,
+        read_center_out,
+        read_states,
+        read_trials,
+        trials_dataset,
+        write_dataset,
+        write_trials,
+    )
+    from ._sweeps import grid_points
+    from ._workflow_config import (
+        EvaluationConfig,
+        SweepSpec,
+        WorkflowConfig,
+        check_name,
+        config_json_schema,
+        parse_config,
+    )
+
+__getattr__, __dir__ = lazy_names(__name__)
 
 __all__ = [
     "SETTING_PARAM_PREFIX",
@@ -95,10 +104,12 @@ __all__ = [
     "flatten_settings",
     "grid_points",
     "is_arm",
+    "job_invocation",
     "job_run_settings",
     "job_settings",
     "load_config_file",
     "make_trials",
+    "note_workflow_command",
     "open_dataset",
     "parse_config",
     "parse_run_settings",

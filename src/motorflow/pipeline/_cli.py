@@ -9,6 +9,10 @@ writes one replicate as a model of its own; ``motorflow schema`` prints the
 workflow config's JSON Schema; ``motorflow docs`` regenerates config/README.md's key
 tables (``--check``: only say whether they are current). ``python -m motorflow`` is
 the same command.
+
+Only the standard library is imported before the arguments are parsed: ``--help`` and
+a mistyped command answer at once, and each command imports what it needs (JAX,
+xarray, zarr) when it runs.
 """
 
 from __future__ import annotations
@@ -17,16 +21,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import yaml
-
-from .._config_base import ConfigError
-from ._check import check_config, read_config
-from ._config_docs import DocsError, render_readme
-from ._export import export_replicate
-from ._results import ResultsError, experiment_report
-from ._store import StoreError
-from ._workflow_config import config_json_schema
 
 SCHEMA_HEADER = (
     "# Generated from motorflow's typed config (motorflow.pipeline.WorkflowConfig); do not edit.\n"
@@ -39,6 +33,10 @@ README = "config/README.md"
 
 def schema_text() -> str:
     """The schema file's text: a header, then the schema as block-style YAML."""
+    import yaml
+
+    from ._workflow_config import config_json_schema
+
     return SCHEMA_HEADER + yaml.safe_dump(config_json_schema(), sort_keys=False, width=88)
 
 
@@ -98,6 +96,8 @@ def _parser() -> argparse.ArgumentParser:
 def docs(readme: str, check: bool) -> int:
     """Rewrite `readme`'s generated sections (with `check`, only compare): 0 when the
     file is current (or was written), 1 when `check` finds it stale."""
+    from ._config_docs import DocsError, render_readme
+
     path = Path(readme)
     try:
         text = path.read_text(encoding="utf-8")
@@ -121,6 +121,9 @@ def check(paths: Sequence[str]) -> int:
     """Check the config in `paths` (merged in order): 0 and a line per experiment when
     it is valid; 1 and the problem (``file:line:column`` or key path, value, what is
     allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
+    from .._config_base import ConfigError
+    from ._check import check_config, read_config
+
     files = ", ".join(paths)
     try:
         checked = check_config(read_config(paths))
@@ -151,14 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check(args.config)
+    # Known now to be a command to run: only now the heavy imports.
+    from ._config_docs import DocsError
+    from ._results import ResultsError
+    from ._store import StoreError
+
     try:
         if args.command == "schema":
             sys.stdout.write(schema_text())
         elif args.command == "docs":
             return docs(args.readme, args.check)
         elif args.command == "info":
+            from ._results import experiment_report
+
             sys.stdout.write(experiment_report(args.experiment))
         else:
+            from ._export import export_replicate
+
             folder = export_replicate(args.experiment, args.replicate, args.folder, best=args.best)
             print(f"Wrote replicate {args.replicate} of {args.experiment} to {folder}")
     except (ResultsError, StoreError, DocsError) as error:

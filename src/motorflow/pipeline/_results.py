@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import warnings
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ import xarray as xr
 
 from .._metrics import METRIC_UNITS
 from .._model._saved_ensembles import load_training_record
-from ._store import StoreError
+from ._store import StoreError, opened_store
 
 HISTORY = "history.zarr"
 STATES = "states.zarr"
@@ -72,11 +72,8 @@ def experiment_folder(path: str | Path) -> Path:
 def _read_history(path: Path, variables: tuple[str, ...] = ()) -> xr.Dataset:
     """The experiment's history with only `variables` loaded (its snapshots can be large)."""
     try:
-        with warnings.catch_warnings():
-            # Snakemake marks directory outputs with a file zarr does not know.
-            warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
-            with xr.open_zarr(path / HISTORY, consolidated=False) as history:
-                loaded = history[list(variables)].load()
+        with opened_store(path / HISTORY) as history:
+            loaded = history[list(variables)].load()
     except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
         raise StoreError(
             path / HISTORY, f"cannot be read ({type(error).__name__}: {error})"
@@ -128,7 +125,7 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _run_lines(record: Mapping[str, Any]) -> list[str]:
+def _run_lines(record: Mapping[str, Any], n_batches: int) -> list[str]:
     timing = record.get("timing", {})
     lines = []
     if "total_seconds" in timing:
@@ -142,9 +139,17 @@ def _run_lines(record: Mapping[str, Any]) -> list[str]:
             f"(p10 {timing['seconds_per_batch_p10']:.3g}, p90 "
             f"{timing['seconds_per_batch_p90']:.3g}; {timing['timed_batches']} batches timed)"
         )
-    if record.get("resumed_from_batch"):
-        lines.append(f"resumed from batch {record['resumed_from_batch']}")
+    resumed = record.get("resumed_from_batch", 0)
+    if resumed >= n_batches:
+        lines.append(f"nothing was left to train: all {n_batches} batches came from a checkpoint")
+    elif resumed:
+        lines.append(f"resumed from the checkpoint at batch {resumed} of {n_batches}")
     lines.append(f"devices: {', '.join(record.get('devices', [])) or 'not recorded'}")
+    if record.get("command"):
+        lines.append(f"command: {shlex.join(record['command'])}")
+    if record.get("rule"):
+        wildcards = ", ".join(f"{k}={v}" for k, v in record.get("wildcards", {}).items())
+        lines.append(f"workflow job: rule {record['rule']}" + (f" ({wildcards})" * bool(wildcards)))
     versions = record.get("versions", {})
     if versions:
         lines.append("versions: " + ", ".join(f"{n} {v}" for n, v in versions.items()))
@@ -216,7 +221,7 @@ def _metrics_by_replicate(path: Path) -> dict[int, pd.DataFrame]:
 def _evaluated_parameters(path: Path) -> str:
     """Which parameters the states were evaluated with, as a remark ("" if unknown)."""
     try:
-        with xr.open_zarr(path / STATES, consolidated=False) as states:
+        with opened_store(path / STATES) as states:
             return f", of the {json.loads(states.attrs['parameters'])} parameters"
     except Exception:  # noqa: BLE001 - a missing or foreign store only loses this remark
         return ""
@@ -244,7 +249,7 @@ def experiment_report(path: str | Path) -> str:
         "settings",
         *("  " + line for line in _settings_lines(settings)),
         "run",
-        *("  " + line for line in _run_lines(record)),
+        *("  " + line for line in _run_lines(record, settings["training"]["n_batches"])),
         "models",
         *("  " + line for line in _model_lines(path)),
     ]

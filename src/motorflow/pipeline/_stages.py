@@ -94,6 +94,7 @@ def train_experiment(
     best_model_path: Path | None = None,
     init_path: Path | None = None,
     progress: bool = True,
+    invocation: Mapping[str, Any] | None = None,
 ) -> None:
     """Train (or resume) one experiment; write the final model, its history and (to
     `best_model_path`) each replicate at its lowest validation loss.
@@ -106,6 +107,9 @@ def train_experiment(
     With ``train.tensorboard``, TensorBoard event files go to
     ``<checkpoint_dir>/../tensorboard/<run>/``, one directory per training
     configuration (the first 16 characters of its :func:`run_id`).
+
+    `invocation` goes into the run record as :func:`motorflow.train` takes it (a
+    workflow job's: :func:`job_invocation`).
 
     The checkpoint store remembers which run's results the outputs hold. When the
     stage runs again for that very run (its outputs were in place, so the rerun was
@@ -167,6 +171,7 @@ def train_experiment(
         progress=progress,
         restart=forced,
         initial_opt_state=opt_state,
+        invocation=invocation,
         # One directory per training configuration, as the checkpoints.
         tensorboard_dir=Path(checkpoint_dir).parent / "tensorboard" / identity[:16]
         if experiment.train.tensorboard

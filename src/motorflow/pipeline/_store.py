@@ -7,10 +7,11 @@ name the store and the problem when something is off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,17 +55,30 @@ def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | Non
     logger.info("Wrote %s", path)
 
 
+@contextlib.contextmanager
+def opened_store(path: str | Path) -> Iterator[xr.Dataset]:
+    """A store written by :func:`write_dataset`, open but not loaded (read only what
+    you use of it inside the block).
+
+    The store's directory is listed (its consolidated metadata is not relied on), and
+    zarr's warning about the one file there that is not zarr's, Snakemake's marker
+    ``.snakemake_timestamp`` in each directory output, is silenced: it is harmless
+    and would show on every finished run.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
+        with xr.open_zarr(path, consolidated=False) as dataset:
+            yield dataset
+
+
 def open_dataset(path: str | Path) -> xr.Dataset:
     """Open a store written by :func:`write_dataset`, fully loaded into memory."""
     path = Path(path)
     if not path.is_dir():
         raise StoreError(path, "the store does not exist")
     try:
-        with warnings.catch_warnings():
-            # Snakemake marks directory outputs with a file zarr does not know.
-            warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
-            with xr.open_zarr(path, consolidated=False) as dataset:
-                loaded = dataset.load()
+        with opened_store(path) as dataset:
+            loaded = dataset.load()
     except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
         raise StoreError(
             path, f"cannot be read as a Zarr store ({type(error).__name__}: {error})"
