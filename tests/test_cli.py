@@ -420,7 +420,7 @@ def test_a_failing_check_is_a_message_naming_the_file_never_a_traceback(
     def broken(config):
         raise KeyError("evaluation")
 
-    monkeypatch.setattr("motorflow.pipeline._cli.check_config", broken)
+    monkeypatch.setattr("motorflow.pipeline._check.check_config", broken)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(tiny_config()))
     code, out, err = run(capsys, "check", path)
