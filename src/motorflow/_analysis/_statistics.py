@@ -176,9 +176,10 @@ def pairing(
     - when both descend, through `init_from` links, from the same experiment (one from
       the other, or two siblings or cousins from one parent), replicate r of each starts
       from replicate r of that ancestor: a child adopts its parent's weights replicate by
-      replicate, and only from a parent with as many replicates. Two siblings share no
-      trials, but they share the ancestor's trained replicate r, which is what makes
-      replicate r differ from replicate s; so they pair as a parent and child do
+      replicate, and only from a parent with as many replicates (the config refuses
+      any other chain). Two siblings with seeds of their own share no trials, but they
+      share the ancestor's trained replicate r, which is what makes their replicate r
+      differ from their replicate s; so they pair as a parent and child do
       (``"same ancestor replicates"``).
 
     Both may hold (``"shared seed, same ancestor replicates"``).
@@ -217,8 +218,8 @@ def summarise(
     same seed, or descend from the same experiment through `init_from` (see
     `pairing`): replicate r of both then shares its start, so their difference is the
     mean of the per-replicate differences (over the replicates finite in both),
-    bootstrapped over those pairs. Otherwise it is the
-    difference of the means, each group resampled independently. Intervals are
+    bootstrapped over those pairs. Otherwise it is the difference of the means, each
+    group resampled independently. Intervals are
     percentile bootstraps (`bootstrap_interval`); each cell derives its own key from
     `key` and the names of its experiment(s), metric and condition, so adding, dropping
     or reordering experiments leaves every other cell's numbers unchanged.
