@@ -52,7 +52,8 @@ NOTHING: set[str] = set()
 FIGURES = jobs("experiment_figures", "analysis_figures", "comparison_figure") | {
     "protocol_figure:noise"
 }
-SUMMARY = {"summary:"}  # the experiments, or what pairs them (seed, replicate count)
+# the experiments, or what pairs them (seed, replicate count, the experiment started from)
+SUMMARY = {"summary:"}
 # The jobs of an experiment
 EXPERIMENT_JOBS = ("train", "evaluate", "experiment_figures", "analysis", "analysis_figures")
 ARM_FIGURES = jobs("arm_figure")  # new jobs: experiments with an arm get its figure
@@ -248,13 +249,17 @@ CORPUS = {
         {"trials:*", "train:quiet", "evaluate:quiet", "analysis:quiet"} | SUMMARY,
     ),
     # a chain: the child's own settings say where it starts (its input, the parent's
-    # model, reruns it whenever the parent reruns)
-    "an experiment chained": (at("experiments.noisy.init_from", "quiet"), {"train:noisy"}),
+    # model, reruns it whenever the parent reruns); the summary's, that it now descends
+    # from its reference (a reason to pair them)
+    "an experiment chained": (
+        at("experiments.noisy.init_from", "quiet"),
+        {"train:noisy"} | SUMMARY,
+    ),
     "a chained optimizer continued": (
         lambda config: config["experiments"]["noisy"].update(
             init_from="quiet", reset_optimizer=False
         ),
-        {"train:noisy"},
+        {"train:noisy"} | SUMMARY,
     ),
     # evaluation and figures
     "goal radius": (at("evaluation.goal_radius", 0.1), jobs("evaluate")),

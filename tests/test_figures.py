@@ -342,6 +342,13 @@ def test_comparison_joins_replicates_only_of_paired_adjacent_experiments():
     assert "same replicate (paired)" in legend_labels
     unpaired = plot_comparison(values, summarise(values, {}, key=jax.random.key(1)))
     assert not any(drawn(ax, "pairing") for ax in panels(unpaired))
+    # A chain pairs as the summary does, whatever the seeds: c starts from b, b from a.
+    chain = summarise(values, {}, key=jax.random.key(1), init_from={"b": "a", "c": "b"})
+    chained = plot_comparison(values, chain, metrics=["final_validation_loss"])
+    top, bottom = panels(chained)
+    assert len(drawn(top, "pairing")) == 2  # a to b, b to c
+    labels = [t.get_text() for t in bottom.get_xticklabels()]
+    assert labels == ["a\n(reference)", "b\npaired", "c\npaired"]
 
 
 def test_comparison_legend_explains_the_marks_below_the_panels():

@@ -107,7 +107,13 @@ def test_the_protocol_figure_draws_the_learning_curve_of_the_stages_with_snapsho
         }
     }
     workdir = make_workdir(tmp_path, config)
-    snakemake(workdir, "results/figures/protocol-adaptation.png")
+    snakemake(workdir, "results/figures/protocol-adaptation.png", "results/summary.csv")
+    # The stages have their own seeds, but adapt's replicate r starts from base's.
+    summary = pd.read_csv(workdir / "results" / "summary.csv")
+    contrasts = summary[summary.statistic != "mean"]
+    assert set(zip(contrasts.experiment, contrasts.reference)) == {("adapt", "base")}
+    assert set(contrasts.statistic) == {"paired difference"}
+    assert set(contrasts.pairing) == {"same ancestor replicates"}
     figures = workdir / "results" / "figures"
     curve = pd.read_csv(figures / "protocol-adaptation-learning-curve.csv")
     assert set(curve.stage) == {"adapt"}

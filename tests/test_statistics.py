@@ -105,7 +105,76 @@ def test_experiments_are_paired_exactly_when_seed_and_replicate_count_match():
     statistic = contrasts.groupby(["experiment", "reference"]).statistic.unique()
     assert list(statistic.loc["b", "a"]) == ["paired difference"]
     assert list(statistic.loc["d", "a"]) == ["difference"]
+    pairing = contrasts.groupby(["experiment", "reference"]).pairing.unique()
+    assert list(pairing.loc["b", "a"]) == ["shared seed"]
+    assert list(pairing.loc["d", "a"]) == ["unpaired"]
     assert len(statistic) == 10  # every pair once, the reference the earlier one
+
+
+def test_a_chain_pairs_parent_and_child_and_siblings_whatever_their_seeds():
+    # baseline -> adapt -> washout and baseline -> control, each with its own seed:
+    # replicate r of every stage starts from replicate r of baseline.
+    experiments = {
+        "baseline": random_values(4, 0),
+        "adapt": random_values(4, 1),
+        "washout": random_values(4, 2),
+        "control": random_values(4, 3),
+        "unrelated": random_values(4, 4),
+    }
+    seeds = {"baseline": 0, "adapt": 1, "washout": 2, "control": 3, "unrelated": 4}
+    init_from = {"adapt": "baseline", "washout": "adapt", "control": "baseline"}
+    summary = summarise(
+        experiments, seeds, key=jax.random.key(0), n_resamples=100, init_from=init_from
+    )
+    paired = summary.paired.to_pandas().stack()
+    chain = ["baseline", "adapt", "washout", "control"]
+    expected = {(name, reference) for e, name in enumerate(chain) for reference in chain[:e]}
+    assert set(paired[paired].index) == expected
+    assert str(summary.pairing.sel(experiment="control", reference="adapt").item()) == (
+        "same ancestor replicates"
+    )
+    # The table says why: the contrasts of the chain are paired differences by ancestry.
+    table = summary_table(summary)
+    contrasts = table[table.reference != ""].set_index(["experiment", "reference"])
+    washout = contrasts.loc[("washout", "baseline")]
+    assert set(washout.statistic) == {"paired difference"}
+    assert set(washout.pairing) == {"same ancestor replicates"}
+    loner = contrasts.loc[("unrelated", "baseline")]
+    assert set(loner.statistic) == {"difference"} and set(loner.pairing) == {"unpaired"}
+    assert set(table[table.reference == ""].pairing) == {""}
+    # A paired difference counts the pairs (4), not both groups' replicates (8).
+    cell = summary.sel(
+        experiment="washout", reference="baseline", metric="final_validation_loss", condition=""
+    )
+    assert int(cell.difference_n) == 4
+
+
+def test_a_shared_seed_and_a_shared_ancestor_are_both_named():
+    experiments = {"parent": random_values(3, 0), "child": random_values(3, 1)}
+    summary = summarise(
+        experiments,
+        {"parent": 0, "child": 0},
+        key=jax.random.key(0),
+        n_resamples=100,
+        init_from={"child": "parent"},
+    )
+    reason = str(summary.pairing.sel(experiment="child", reference="parent").item())
+    assert reason == "shared seed, same ancestor replicates"
+
+
+def test_a_chain_with_unequal_replicate_counts_is_not_paired():
+    # A workflow config refuses such a chain (test_chaining); `summarise` given one
+    # pairs nothing, as there is no replicate r on one side.
+    experiments = {"parent": random_values(4, 0), "child": random_values(3, 1)}
+    summary = summarise(
+        experiments,
+        {"parent": 0, "child": 1},
+        key=jax.random.key(0),
+        n_resamples=100,
+        init_from={"child": "parent"},
+    )
+    assert not bool(summary.paired.sel(experiment="child", reference="parent"))
+    assert str(summary.pairing.sel(experiment="child", reference="parent").item()) == "unpaired"
 
 
 def test_nan_replicates_are_dropped_and_so_are_pairs_with_a_nan_on_either_side():

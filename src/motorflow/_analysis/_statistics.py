@@ -34,7 +34,12 @@ TABLE_COLUMNS = (
     "ci_high",
     "n",
     "confidence",
+    "pairing",
 )
+# Why a contrast is paired (`pairing`); an unpaired contrast says "unpaired".
+SHARED_SEED = "shared seed"
+SAME_ANCESTOR = "same ancestor replicates"
+UNPAIRED = "unpaired"
 # Key streams folded into the caller's key first, so that means and contrasts never share one.
 _MEAN_STREAM, _CONTRAST_STREAM = 0, 1
 
@@ -143,6 +148,60 @@ def _difference(
     return float(estimate), low, high, n
 
 
+def _root(name: str, init_from: Mapping[str, str | None]) -> str:
+    """The experiment at the start of `name`'s chain of `init_from` links (`name`
+    itself when it starts from fresh weights)."""
+    seen = {name}
+    while (parent := init_from.get(name)) is not None and parent not in seen:
+        seen.add(parent)
+        name = parent
+    return name
+
+
+def pairing(
+    experiment: str,
+    reference: str,
+    *,
+    seeds: Mapping[str, int],
+    init_from: Mapping[str, str | None],
+    n_replicates: Mapping[str, int],
+) -> str:
+    """Why replicate r of `experiment` and of `reference` are a pair, or ``"unpaired"``.
+
+    The one rule both the summary and the comparison figure pair by. Only experiments
+    with the same number of replicates pair (replicate r needs a partner r), and then:
+
+    - with the same seed, replicate r of both started from the same initial weights and
+      trained on the same trials (``"shared seed"``);
+    - when both descend, through `init_from` links, from the same experiment (one from
+      the other, or two siblings or cousins from one parent), replicate r of each starts
+      from replicate r of that ancestor: a child adopts its parent's weights replicate by
+      replicate, and only from a parent with as many replicates (the config refuses
+      any other chain). Two siblings with seeds of their own share no trials, but they
+      share the ancestor's trained replicate r, which is what makes their replicate r
+      differ from their replicate s; so they pair as a parent and child do
+      (``"same ancestor replicates"``).
+
+    Both may hold (``"shared seed, same ancestor replicates"``).
+
+    **Arguments:**
+
+    - `experiment`, `reference`: the two experiments' names.
+    - `seeds`: experiment name to its seed; an experiment missing here shares none.
+    - `init_from`: experiment name to the experiment it starts from (missing or None:
+      from fresh weights); it may name experiments that are not compared.
+    - `n_replicates`: experiment name to its number of replicates.
+    """
+    if n_replicates[experiment] != n_replicates[reference]:
+        return UNPAIRED
+    reasons = []
+    if experiment in seeds and reference in seeds and seeds[experiment] == seeds[reference]:
+        reasons.append(SHARED_SEED)
+    if _root(experiment, init_from) == _root(reference, init_from):
+        reasons.append(SAME_ANCESTOR)
+    return ", ".join(reasons) or UNPAIRED
+
+
 def summarise(
     values: Mapping[str, xr.Dataset],
     seeds: Mapping[str, int],
@@ -150,15 +209,17 @@ def summarise(
     key: PRNGKeyArray,
     n_resamples: int = 10000,
     confidence: float = 0.95,
+    init_from: Mapping[str, str | None] | None = None,
 ) -> xr.Dataset:
     """Mean and bootstrap interval of each experiment's numbers, and the difference of
     every experiment to each earlier one.
 
-    Two experiments are paired when they have the same seed and the same number of
-    replicates: replicate r of both then started from the same weights and saw the
-    same trials, so their difference is the mean of the per-replicate differences (over
-    the replicates finite in both), bootstrapped over those pairs. Otherwise it is the
-    difference of the means, each group resampled independently. Intervals are
+    Two experiments are paired when they have the same number of replicates and the
+    same seed, or descend from the same experiment through `init_from` (see
+    `pairing`): replicate r of both then shares its start, so their difference is the
+    mean of the per-replicate differences (over the replicates finite in both),
+    bootstrapped over those pairs. Otherwise it is the difference of the means, each
+    group resampled independently. Intervals are
     percentile bootstraps (`bootstrap_interval`); each cell derives its own key from
     `key` and the names of its experiment(s), metric and condition, so adding, dropping
     or reordering experiments leaves every other cell's numbers unchanged.
@@ -173,6 +234,8 @@ def summarise(
     - `key`: a `jax.random` key.
     - `n_resamples`: bootstrap resamples per interval.
     - `confidence`: the intervals' coverage, in (0, 1).
+    - `init_from`: experiment name to the experiment it starts from (missing or None:
+      from fresh weights).
 
     **Returns:**
 
@@ -193,7 +256,9 @@ def summarise(
     - ``difference_n``: the pairs used when paired, else both groups' finite replicates
       together;
     - ``paired`` `(experiment, reference)`: whether that contrast is paired (False
-      where no contrast is made).
+      where no contrast is made);
+    - ``pairing`` `(experiment, reference)`: why (`pairing`'s answer; ``""`` where no
+      contrast is made).
 
     The attributes record ``confidence``, ``n_resamples`` and ``method``.
     """
@@ -224,14 +289,18 @@ def summarise(
     difference, difference_low, difference_high = (np.full(pair_shape, np.nan) for _ in range(3))
     difference_n = np.zeros(pair_shape, np.int64)
     paired = np.zeros((len(names), len(names)), bool)
+    reasons = np.full((len(names), len(names)), "", dtype=object)
+    n_replicates = {name: dataset.sizes["replicate"] for name, dataset in values.items()}
     for e, name in enumerate(names):
         for r, reference in enumerate(names[:e]):
-            paired[e, r] = (
-                name in seeds
-                and reference in seeds
-                and seeds[name] == seeds[reference]
-                and values[name].sizes["replicate"] == values[reference].sizes["replicate"]
+            reasons[e, r] = pairing(
+                name,
+                reference,
+                seeds=seeds,
+                init_from=init_from or {},
+                n_replicates=n_replicates,
             )
+            paired[e, r] = reasons[e, r] != UNPAIRED
             for (metric, condition), cell in cells[name].items():
                 if (metric, condition) not in cells[reference]:
                     continue
@@ -267,6 +336,7 @@ def summarise(
             "difference_ci_high": (pair_dims, difference_high),
             "difference_n": (pair_dims, difference_n),
             "paired": (("experiment", "reference"), paired),
+            "pairing": (("experiment", "reference"), reasons),
         },
         coords={
             "experiment": np.array(names, dtype=object),
@@ -290,7 +360,8 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
     Rows: first each experiment's mean of each metric in each condition it has
     (statistic ``"mean"``, empty reference), then each contrast of an experiment with
     an earlier reference, where both have the metric in that condition (statistic
-    ``"paired difference"`` or ``"difference"``).
+    ``"paired difference"`` or ``"difference"``, and in ``pairing`` why it is paired,
+    or ``"unpaired"``).
 
     **Arguments:**
 
@@ -299,8 +370,9 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
     **Returns:**
 
     A DataFrame with the columns ``experiment``, ``reference``, ``condition``,
-    ``metric``, ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n`` and
-    ``confidence``; a metric without conditions has condition ``""``.
+    ``metric``, ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n``,
+    ``confidence`` and ``pairing`` (``""`` in a mean's row); a metric without
+    conditions has condition ``""``.
     """
     confidence = summary.attrs["confidence"]
     names = [str(name) for name in summary.experiment.values]
@@ -317,13 +389,14 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
         for name in ("difference", "difference_ci_low", "difference_ci_high", "difference_n")
     ]
     paired = summary.paired.transpose("experiment", "reference").values
+    reasons = summary.pairing.transpose("experiment", "reference").values
     cells = [
         (m, metric, c, condition)
         for m, metric in enumerate(metrics)
         for c, condition in enumerate(conditions)
     ]
     rows = [
-        (name, "", condition, metric, "mean", *(array[e, m, c] for array in plain), confidence)
+        (name, "", condition, metric, "mean", *(array[e, m, c] for array in plain), confidence, "")
         for e, name in enumerate(names)
         for m, metric, c, condition in cells
         if defined[e, m, c]
@@ -337,6 +410,7 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
             "paired difference" if paired[e, r] else "difference",
             *(array[e, r, m, c] for array in contrast),
             confidence,
+            str(reasons[e, r]),
         )
         for e, name in enumerate(names)
         for r, reference in enumerate(names[:e])

@@ -170,12 +170,13 @@ def plot_comparison(
 
     Each replicate is a dot (spread sideways so that none hide each other), the mean
     across replicates a horizontal bar and its bootstrap interval a capped vertical
-    line beside it. Where two adjacent experiments are paired (same seed and replicate
-    count), lines join each replicate to itself. The second row (with two or more
-    experiments) shows each experiment minus the first: the per-replicate differences
-    as dots and their mean when paired, else the difference of the means; the tick
-    says which, and a dashed line marks zero. Every mean, interval and pairing is
-    read from `summary`, so the figure and the summary table agree.
+    line beside it. Where two adjacent experiments are paired (`pairing`: a shared seed
+    or ancestor, and as many replicates), lines join each replicate to itself. The
+    second row (with two or more experiments) shows each experiment minus the first:
+    the per-replicate differences as dots and their mean when paired, else the
+    difference of the means; the tick says which, and a dashed line marks zero. Every
+    mean, interval and pairing is read from `summary`, so the figure and the summary
+    table agree.
 
     **Arguments:**
 

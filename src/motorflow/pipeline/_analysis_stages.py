@@ -98,12 +98,14 @@ def summary_stage(
     table_path: Path,
     store_path: Path,
     statistics: StatisticsConfig,
+    init_from: Mapping[str, str | None] | None = None,
 ) -> None:
     """Every experiment's mean and bootstrap interval per metric, and the contrasts
-    between experiments (paired where they share a seed and a replicate count).
+    between experiments (paired where they have as many replicates and share a seed or
+    descend from the same experiment).
 
-    `seeds` maps each experiment, in order, to its seed (`summarise` pairs those that
-    share one and their replicate count).
+    `seeds` maps each experiment, in order, to its seed, and `init_from` each chained
+    experiment to the one it starts from (`summarise` pairs by both).
     """
     values = _replicate_values(history_paths, metrics_paths, list(seeds))
     summary = summarise(
@@ -112,6 +114,7 @@ def summary_stage(
         key=jax.random.key(statistics.seed),
         n_resamples=statistics.n_resamples,
         confidence=statistics.confidence,
+        init_from=init_from,
     )
     write_dataset(summary, store_path)
     write_csv(summary_table(summary), table_path)

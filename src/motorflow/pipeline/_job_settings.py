@@ -81,14 +81,15 @@ def job_settings(
         )
         settings[("analysis_figures", name)] = {**figures, "analysis.replicate": replicate}
     settings[("comparison_figure", "")] = {**figures, "experiments": list(experiments)}
-    # Experiments that share a seed and a replicate count are paired.
+    # Experiments with as many replicates that share a seed, or descend from the same
+    # experiment, are paired.
     settings[("summary", "")] = {
         **flatten_settings({"statistics": config.statistics.to_dict()}),
         "experiments": list(experiments),
         **flatten_settings(
             {
                 "pairing": {
-                    name: [experiment.seed, experiment.train.n_replicates]
+                    name: [experiment.seed, experiment.train.n_replicates, experiment.init_from]
                     for name, experiment in experiments.items()
                 }
             }
