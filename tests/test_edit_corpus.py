@@ -57,6 +57,8 @@ SUMMARY = {"summary:"}
 # The jobs of an experiment
 EXPERIMENT_JOBS = ("train", "evaluate", "experiment_figures", "analysis", "analysis_figures")
 ARM_FIGURES = jobs("arm_figure")  # new jobs: experiments with an arm get its figure
+# snapshots add each experiment's learning curve, which the protocol's figure then draws
+CURVES = jobs("learning_curve") | {"protocol_figure:noise"}
 
 
 def constrained_rnn(config):
@@ -186,10 +188,10 @@ CORPUS = {
         at("trainings.quick.optimizer.learning_rates", {"network.cell": 0.001}),
         TRAIN,
     ),
-    "snapshots": (at("trainings.quick.snapshots", {"batches": {"times": 2}}), TRAIN),
+    "snapshots": (at("trainings.quick.snapshots", {"batches": {"times": 2}}), TRAIN | CURVES),
     "snapshots without trials": (
         at("trainings.quick.snapshots", {"batches": {"every": 4}, "trials": False}),
-        TRAIN,
+        TRAIN | CURVES,
     ),
     "gradient norms per term": (at("trainings.quick.gradient_norms", "per_term"), TRAIN),
     "truncated backpropagation": (
@@ -276,6 +278,14 @@ CORPUS = {
         at("protocols.noise.metric", "endpoint_error"),
         {"protocol_figure:noise"},
     ),
+    "a protocol's panels": (
+        at("protocols.noise.panels", [{"stage": "noisy", "condition": "curl_cw"}]),
+        {"protocol_figure:noise"},
+    ),
+    "a protocol's conditions": (
+        at("protocols.noise.conditions", ["curl_cw"]),
+        {"protocol_figure:noise"},
+    ),
     "a protocol added": (
         at("protocols.reverse", {"stages": ["noisy", "quiet"]}),
         {"protocol_figure:reverse"},
@@ -345,6 +355,20 @@ def test_an_edit_changes_the_params_of_exactly_the_jobs_it_makes_stale(name):
     after = copy.deepcopy(before)
     edit(after)
     assert changed_jobs(before, after) == expected
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [at("statistics.confidence", 0.9), at("trainings.quick.n_batches", 30)],
+    ids=["bootstrap confidence", "batches"],
+)
+def test_a_learning_curve_redraws_its_protocol_when_its_interval_or_stages_change(edit):
+    # Without snapshots the protocol figure reads neither (the corpus above checks).
+    before = tiny_config()
+    before["trainings"]["quick"]["snapshots"] = {"batches": {"every": 4}}
+    after = copy.deepcopy(before)
+    edit(after)
+    assert "protocol_figure:noise" in changed_jobs(before, after)
 
 
 def test_a_sweeps_metrics_and_grid_change_only_what_they_draw():

@@ -4,6 +4,7 @@ import jax
 import numpy as np
 import pytest
 import xarray as xr
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
@@ -479,7 +480,13 @@ def test_the_protocol_learning_curve_follows_the_stages_and_the_panels_draw_thei
     )
     axes = panels(fig)
     assert len(axes) == 2 + 2 + 2  # paths, learning curve and stages, per panel/condition
-    assert [ax.get_title() for ax in axes[:2]] == ["late exposure", "washout, null"]
+    assert [ax.get_title() for ax in axes[:2]] == [
+        "late exposure\nadapt in curl",
+        "washout in null",
+    ]
+    # The stage's metric is read below its panel, never over the paths.
+    assert axes[0].get_xlabel().startswith("x (m)\nmax_lateral_deviation: ")
+    assert not axes[0].texts
     # Each trial: a thin path per replicate and their mean, thick.
     thick = [line for line in axes[1].lines if line.get_linewidth() > 1.5]
     assert len(thick) == states.sizes["trial"]
@@ -494,6 +501,13 @@ def test_the_protocol_learning_curve_follows_the_stages_and_the_panels_draw_thei
         np.concatenate([line.get_ydata() for line in means]), mean.sel(condition="null").values
     )
     assert [text.get_text().strip() for text in curve_null.texts] == ["adapt", "washout"]
+    # Legends sit beside the panels: no legend's drawn box overlaps any panel's.
+    FigureCanvasAgg(fig).draw()
+    legends = [ax.get_legend() for ax in axes if ax.get_legend() is not None]
+    assert len(legends) == 2  # the learning curve's and the stages'
+    for legend in legends:
+        box = legend.get_window_extent()
+        assert not any(box.overlaps(ax.get_window_extent()) for ax in axes)
 
 
 def test_a_diverged_replicate_is_marked_in_the_loss_trajectory_and_speed_figures(states):

@@ -171,11 +171,7 @@ def protocol_panel_stages(protocol):
 
 def protocol_curve_stages(protocol):
     """The stages of a protocol that keep snapshots: its learning curve's."""
-    return [
-        stage
-        for stage in PROTOCOLS[protocol].stages
-        if EXPERIMENTS[stage].train.snapshots is not None
-    ]
+    return mfp.protocol_curve_stages(PROTOCOLS[protocol].stages, EXPERIMENTS)
 
 
 def experiment_figures(experiment):

@@ -133,22 +133,16 @@ def _draw_paths(
             ax.plot(mean[:, 0], mean[:, 1], color=color, lw=1.8)
         ax.scatter(goals[:, 0], goals[:, 1], s=60, facecolors="none", edgecolors=colors, lw=1.3)
         ax.scatter(pos[0, :, 0, 0], pos[0, :, 0, 1], s=12, color="k", zorder=3)
+        where = f"{panel['stage']} in {panel['condition']}"
         ax.set_title(
-            panel.get("title") or f"{panel['stage']}, {panel['condition']}", fontsize="medium"
+            f"{panel['title']}\n{where}" if panel.get("title") else where, fontsize="medium"
         )
         value = float(
             summary.sel(stage=panel["stage"], condition=panel["condition"]).mean("replicate")
         )
         units = summary.attrs.get("units", "")
-        ax.text(
-            0.02,
-            0.02,
-            f"{panel['stage']} in {panel['condition']}\n{summary.name}: {value:.3g} {units}",
-            transform=ax.transAxes,
-            fontsize="x-small",
-            va="bottom",
-        )
-        ax.set_xlabel("x (m)")
+        # Below the axes, never over the paths.
+        ax.set_xlabel(f"x (m)\n{summary.name}: {value:.3g} {units}")
         points.append(pos.reshape(-1, 2))
         points.append(goals)
     axes[0].set_ylabel("y (m)")
@@ -218,14 +212,15 @@ def _draw_curve(
                 )
         ax.axhline(0.0, color="0.3", lw=0.8, ls="--")
         _stage_boundaries(ax, curve)
+        label = condition_label(states, condition) if states is not None else condition
         ax.set_title(
-            f"evaluated in: {condition_label(states, condition) if states is not None else condition}",
+            f"evaluated in: {label}",
             fontsize="medium",
             pad=14,
         )
         ax.set_xlabel("batches trained")
     axes[0].set_ylabel(_label(str(curve.name), units))
-    axes[0].legend(fontsize="small", loc="best")
+    _legend_beside(axes)
     fig.suptitle("learning curve: every snapshot evaluated as the final model", fontsize="medium")
 
 
@@ -253,7 +248,18 @@ def _draw_stages(fig: SubFigure, summary: xr.DataArray, states: xr.Dataset | Non
         lw=0.8,
         label=f"each of {summary.sizes['replicate']} replicates",
     )
-    axes[0].legend(fontsize="small")
+    _legend_beside(axes)
+
+
+def _legend_beside(axes) -> None:
+    """The first panel's legend, to the right of the last panel: never over data."""
+    axes[-1].legend(
+        *axes[0].get_legend_handles_labels(),
+        fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0.0,
+    )
 
 
 def plot_protocol(
@@ -286,8 +292,8 @@ def plot_protocol(
     conditions = list(summary.condition.values)
     labelled = next(iter(states.values()), None)
     rows = (["paths"] if panels else []) + (["curve"] if curve is not None else []) + ["stages"]
-    heights = {"paths": 3.2, "curve": 3.2, "stages": 3.0}
-    width = max(2.8 * len(panels), 4.2 * len(conditions), 3.0 + 1.0 * summary.sizes["stage"])
+    heights = {"paths": 4.2, "curve": 3.2, "stages": 3.0}
+    width = max(3.0 * len(panels), 4.2 * len(conditions), 3.0 + 1.0 * summary.sizes["stage"])
     fig = Figure(figsize=(width, sum(heights[row] for row in rows) + 0.4), layout="constrained")
     subfigures = fig.subfigures(
         len(rows), 1, squeeze=False, height_ratios=[heights[row] for row in rows]

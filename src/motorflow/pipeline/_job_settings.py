@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._config import RESUME_ONLY_KEYS, ModelConfig, TaskConfig
@@ -105,23 +105,33 @@ def job_settings(
             "sweep.grid": [[setting, values] for setting, values in sweep.grid.items()],
             "sweep.metrics": list(sweep.metrics),
         }
-    # The learning curves' intervals are bootstrapped as the summary's.
+    # The learning curves' intervals are bootstrapped as the summary's; a protocol
+    # without one reads neither the statistics nor the stages' lengths.
     statistics = flatten_settings({"statistics": config.statistics.to_dict()})
     for name, protocol in config.protocols.items():
+        curve_stages = protocol_curve_stages(protocol.stages, experiments)
         settings[("protocol_figure", name)] = {
             **figures,
-            **statistics,
+            **(statistics if curve_stages else {}),
             **flatten_settings({"protocol": protocol.to_dict()}),
             # Where each stage's learning curve starts after the ones before it.
             **flatten_settings(
                 {
                     "stage_batches": {
-                        stage: experiments[stage].train.n_batches for stage in protocol.stages
+                        stage: experiments[stage].train.n_batches for stage in curve_stages
                     }
                 }
             ),
         }
     return settings
+
+
+def protocol_curve_stages(
+    stages: Sequence[str], experiments: Mapping[str, Experiment]
+) -> list[str]:
+    """The stages (of a protocol's `stages`) that keep training snapshots: those its
+    learning curve draws, in order."""
+    return [stage for stage in stages if experiments[stage].train.snapshots is not None]
 
 
 def setting_param(name: str, value: Any) -> str:
