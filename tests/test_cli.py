@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 from workflow_helpers import (
+    evaluate_through_stage,
     make_workdir,
     planned_jobs,
     snakemake,
@@ -46,18 +47,7 @@ def results(tmp_path_factory) -> Path:
     experiment = mfp.resolve_experiments(config)[EXPERIMENT]
     results = tmp_path_factory.mktemp("cli") / "results"
     train_through_stages(experiment, results)
-    folder = results / EXPERIMENT
-    mfp.evaluate_experiment(
-        experiment.name,
-        task=experiment.task,
-        seed=experiment.seed,
-        model_path=folder / "model",
-        eval_path=results / "trials" / experiment.dataset / "eval.zarr",
-        states_path=folder / "states.zarr",
-        metrics_path=folder / "metrics.zarr",
-        table_path=folder / "metrics.csv",
-        evaluation=mfp.parse_config(config).evaluation,
-    )
+    evaluate_through_stage(experiment, results, mfp.parse_config(config).evaluation)
     return results
 
 

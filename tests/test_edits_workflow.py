@@ -17,6 +17,7 @@ import pytest
 from conftest import tiny_train_settings
 from workflow_helpers import (
     assert_same_results,
+    evaluate_through_stage,
     make_workdir,
     planned_jobs,
     snakemake,
@@ -163,17 +164,7 @@ def fresh_results(config: dict, root: Path) -> None:
         train_through_stages(exp, results)
         if name not in EVALUATED:
             continue
-        mfp.evaluate_experiment(
-            exp.name,
-            task=exp.task,
-            seed=exp.seed,
-            model_path=results / name / "model",
-            eval_path=results / "trials" / exp.dataset / "eval.zarr",
-            states_path=results / name / "states.zarr",
-            metrics_path=results / name / "metrics.zarr",
-            table_path=results / name / "metrics.csv",
-            evaluation=settings.evaluation,
-        )
+        evaluate_through_stage(exp, results, settings.evaluation)
 
 
 def train_log(workdir: Path, name: str) -> str:
