@@ -13,11 +13,12 @@ with mfp.stage_logging(snakemake.log[0]):
         curve_table_path=snakemake.output.curve_table,
         metric=protocol["metric"],
         options=settings["figures"],
-        statistics=settings["statistics"],
+        # Only a protocol with a learning curve is given (and depends on) the statistics.
+        statistics=settings.get("statistics"),
         panels=protocol["panels"],
         conditions=protocol["conditions"],
         states_paths=dict(zip(snakemake.params.panel_stages, snakemake.input.states, strict=True)),
         curve_paths=dict(zip(snakemake.params.curve_stages, snakemake.input.curves, strict=True)),
-        stage_batches=settings["stage_batches"],
+        stage_batches=settings.get("stage_batches", {}),
         title=snakemake.wildcards.protocol,
     )

@@ -384,7 +384,7 @@ def protocol_figure(
     curve_table_path: Path,
     metric: str,
     options: Mapping[str, Any],
-    statistics: Mapping[str, Any],
+    statistics: Mapping[str, Any] | None = None,
     panels: Sequence[Mapping[str, str]] = (),
     conditions: Sequence[str] = (),
     states_paths: Mapping[str, Path] | None = None,
@@ -402,7 +402,8 @@ def protocol_figure(
     - `states_paths`: the states of the stages the `panels` draw.
     - `curve_paths`: the learning curves (:func:`evaluate_snapshots`) of the stages
       that kept snapshots, in order; `stage_batches`: each stage's batches.
-    - `statistics`: the ``statistics`` settings (the curve's bootstrap intervals).
+    - `statistics`: the ``statistics`` settings (the curve's bootstrap intervals);
+      needed only with `curve_paths`.
     - `conditions`: the evaluation conditions the summary and the curve keep (all if
       empty).
     """
