@@ -270,6 +270,14 @@ CORPUS = {
         at("evaluation.conditions.jump", [{"kind": "target_jump", "time": 0.2}]),
         jobs("evaluate"),
     ),
+    "a viscous-field condition": (
+        at("evaluation.conditions.paper", [{"kind": "viscous_field", "scale": 0.5}]),
+        jobs("evaluate"),
+    ),
+    "a viscous field's matrix": (
+        at("tasks.reach.perturbations", [{"kind": "viscous_field", "matrix": [[0, 1], [-1, 0]]}]),
+        TASK,
+    ),
     "a condition's setting": (
         at("evaluation.conditions.pulse", [{"kind": "force_pulse"}]),
         jobs("evaluate"),

@@ -37,7 +37,7 @@ from .._model._saved_ensembles import (
     load_training_record,
     save_ensemble,
 )
-from .._tasks import Task
+from .._tasks import CenterOut, Task
 from .._training._checkpoint import CheckpointStore
 from .._training._driver import train
 from .._training._history import history_dataset
@@ -245,7 +245,7 @@ def evaluate_experiment(
         name=name,
         task=task,
         seed=seed,
-        eval_path=eval_path,
+        reaches=_evaluation_reaches(eval_path),
         evaluation=evaluation,
         attrs={"parameters": training.get("parameters", "final")},
     ).assign_coords(diverged_at=("replicate", diverged_at))
@@ -258,6 +258,13 @@ def evaluate_experiment(
     write_csv(metrics_table(metrics), table_path)
 
 
+def _evaluation_reaches(eval_path: Path) -> CenterOut:
+    """The center-out reaches of `eval_path`, without the training perturbations the
+    stored set carries (for validation): each evaluation condition adds its own."""
+    center_out = read_center_out(eval_path)
+    return eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ()))
+
+
 def _evaluation_states(
     ensemble: eqx.Module,
     model_config: ModelConfig,
@@ -265,21 +272,20 @@ def _evaluation_states(
     name: str,
     task: TaskConfig,
     seed: int,
-    eval_path: Path,
+    reaches: CenterOut,
     evaluation: EvaluationConfig,
     attrs: Mapping[str, Any],
 ) -> xr.Dataset:
-    """`ensemble`'s states on experiment `name`'s center-out reaches in each of the
-    `evaluation` conditions, with the noise and condition draws of its `seed`."""
+    """`ensemble`'s states on experiment `name`'s center-out `reaches` (from
+    :func:`_evaluation_reaches`) in each of the `evaluation` conditions, with the
+    noise and condition draws of its `seed`."""
     keys = experiment_keys(seed)
-    center_out = read_center_out(eval_path)
     return evaluate(
         ensemble,
         Task(task),
         model_config,
         key=keys["evaluate"],
-        # The stored set carries the training perturbations (for validation): not here.
-        trials=eqx.tree_at(lambda c: c.trials, center_out, center_out.trials.perturbed_by((), ())),
+        trials=reaches,
         conditions=evaluation.conditions,
         conditions_key=keys["conditions"],
         attrs={"experiment": name, "seed": seed, **attrs},
@@ -317,6 +323,7 @@ def evaluate_snapshots(
     prefix = "snapshot."
     names = [var[len(prefix) :] for var in history.data_vars if var.startswith(prefix)]
     steps = history.snapshot_step.values
+    reaches = _evaluation_reaches(eval_path)
     curve = []
     for index, step in enumerate(steps):
         arrays = {
@@ -328,7 +335,7 @@ def evaluate_snapshots(
             name=name,
             task=task,
             seed=seed,
-            eval_path=eval_path,
+            reaches=reaches,
             evaluation=evaluation,
             attrs={"parameters": f"snapshot after {int(step)} batches"},
         )
