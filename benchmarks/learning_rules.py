@@ -18,7 +18,8 @@ analysis (temporaries, arguments, outputs; deterministic, on any backend), the s
 for the rule's gradient of one replicate's batch alone, and on a GPU the device's
 peak bytes in use so far. ``--profile`` also times the parts of e-prop's gradient
 (the probe's backward pass, the per-trial trace scan) and the trace scan's exact
-rewrite as a reverse-time filter of the learning signal. Usage:
+rewrite as a reverse-time filter of the learning signal; ``--filtered-traces`` also
+runs each e-prop rule with that rewrite in place of its trace scan. Usage:
 
     python benchmarks/learning_rules.py [--repeats 5] [--windows 5 20]
     python benchmarks/learning_rules.py --lengths 60 240 960 [--rule bptt] \
@@ -28,6 +29,7 @@ rewrite as a reverse-time filter of the learning signal. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -156,6 +158,25 @@ def filtered_gradient(weights, alpha, network_input, hidden, signal):
     )
 
 
+@contextlib.contextmanager
+def filtered_traces():
+    """Within, `EProp` programs traced run :func:`filtered_gradient` per trial in place of
+    the trace scan: the proposed fix, timed here without editing the rule."""
+    from motorflow._training.rules import _eprop
+
+    def per_trial(weights, alpha, network_input, hidden, signal, *, trace_clip=None):
+        if trace_clip is not None:
+            raise ValueError("the filtered rewrite is exact only without trace clipping")
+        return filtered_gradient(weights, alpha, network_input[None], hidden[None], signal[None])
+
+    original = _eprop.eligibility_gradient
+    _eprop.eligibility_gradient = per_trial
+    try:
+        yield
+    finally:
+        _eprop.eligibility_gradient = original
+
+
 def eprop_parts(trainer, state, chunk) -> dict:
     """Jitted parts of e-prop's gradient of one replicate's batch and their inputs:
     the forward rollout alone, the probe's backward pass (the learning signal), the
@@ -217,54 +238,82 @@ def best_seconds(function, args, repeats: int) -> float:
     return statistics.median(found)
 
 
+def compiled_entry(block: dict, size: tuple[int, ...]) -> dict:
+    """A rule's trainer at `size`, its compiled chunk, state, trials and memory."""
+    trainer, state, chunk, index = setup(size, model=LEAKY, learning=block)
+    compiled = trainer.run_chunk.lower(state, chunk, index).compile()
+    gradient = rule_gradient(trainer)
+    one = first_replicate(trainer, state, chunk)
+    return {
+        "trainer": trainer,
+        "run": compiled,
+        "state": state,
+        "chunk": chunk,
+        "index": index,
+        "gradient": (gradient, one),
+        "chunk memory": memory(compiled),
+        "gradient memory": memory(gradient.lower(*one).compile()),
+    }
+
+
 def cost(args) -> None:
-    """Seconds per batch and memory of each rule as the trial grows."""
+    """Seconds per batch and memory of each rule as the trial grows; the rules run
+    interleaved, repeat by repeat, and each row is the median."""
     blocks = [parse_rule(r) for r in args.rule or ["bptt", "eprop:feedback=random"]]
     print(
         f"leaky RNN {args.hidden} units, point mass, delay 2, {args.batch} trials per batch, "
         f"{args.replicates} replicate(s), {args.batches} batches per compiled chunk; "
-        f"medians of {args.repeats} repeats"
+        f"medians of {args.repeats} interleaved repeats"
     )
-    header = (
-        f"{'rule':34} {'steps':>5} {'s/batch':>9} {'chunk temp MiB':>14} {'chunk peak MiB':>14} "
+    print(
+        f"{'rule':44} {'steps':>5} {'s/batch':>9} {'chunk temp MiB':>14} {'chunk peak MiB':>14} "
         f"{'grad temp MiB':>13} {'device peak MiB':>15}"
     )
-    print(header)
     mib = 2.0**20
     for n_steps in args.lengths:
         size = (args.replicates, args.batch, n_steps, args.hidden, args.batches)
+        entries = {}
         for block in blocks:
-            trainer, state, chunk, index = setup(size, model=LEAKY, learning=block)
-            compiled = trainer.run_chunk.lower(state, chunk, index).compile()
-            chunk_memory = memory(compiled)
-            gradient = rule_gradient(trainer)
-            one = first_replicate(trainer, state, chunk)
-            gradient_memory = memory(gradient.lower(*one).compile())
-            seconds, state = timed(compiled, state, chunk, index)
-            times = []
-            for _ in range(args.repeats):
-                value, state = timed(compiled, state, chunk, index)
-                times.append(value)
-            peak = device_peak()
+            entries[rule_label(block)] = compiled_entry(block, size) | {"block": block}
+            if args.filtered_traces and block["kind"] == "eprop":
+                with filtered_traces():
+                    entry = compiled_entry(block, size) | {"block": block}
+                entries[f"{rule_label(block)} + filtered traces"] = entry
+        times = {name: [] for name in entries}
+        for repeat in range(args.repeats + 1):  # the first round warms up
+            for name, entry in entries.items():
+                seconds, entry["state"] = timed(
+                    entry["run"], entry["state"], entry["chunk"], entry["index"]
+                )
+                if repeat:
+                    times[name].append(seconds)
+        peak = device_peak()
+        for name, entry in entries.items():
+            chunk_memory, gradient_memory = entry["chunk memory"], entry["gradient memory"]
             print(
-                f"{rule_label(block):34} {n_steps:5d} {statistics.median(times):9.5f} "
+                f"{name:44} {n_steps:5d} {statistics.median(times[name]):9.5f} "
                 f"{chunk_memory['temp'] / mib:14.2f} {chunk_memory['peak'] / mib:14.2f} "
                 f"{gradient_memory['temp'] / mib:13.2f} "
                 f"{'n/a' if peak is None else f'{peak / mib:.1f}':>15}",
                 flush=True,
             )
-            if args.profile and block["kind"] == "eprop":
-                for part, (function, part_args) in eprop_parts(trainer, state, chunk).items():
-                    seconds = best_seconds(function, part_args, args.repeats)
-                    part_memory = memory(function.lower(*part_args).compile())
-                    print(
-                        f"    {part:44} {seconds:9.5f} s (one replicate), "
-                        f"temp {part_memory['temp'] / mib:.2f} MiB",
-                        flush=True,
-                    )
-            if args.profile and block["kind"] == "bptt":
-                one_seconds = best_seconds(gradient, one, args.repeats)
-                print(f"    {'BPTT gradient (one replicate)':44} {one_seconds:9.5f} s", flush=True)
+        if args.profile:
+            for name, entry in entries.items():
+                if "filtered" in name:
+                    continue
+                if entry["block"]["kind"] == "bptt":
+                    seconds = best_seconds(*entry["gradient"], args.repeats)
+                    print(f"    {'BPTT gradient (one replicate)':44} {seconds:9.5f} s")
+                if entry["block"]["kind"] == "eprop":
+                    parts = eprop_parts(entry["trainer"], entry["state"], entry["chunk"])
+                    for part, (function, part_args) in parts.items():
+                        seconds = best_seconds(function, part_args, args.repeats)
+                        part_memory = memory(function.lower(*part_args).compile())
+                        print(
+                            f"    {part:44} {seconds:9.5f} s (one replicate), "
+                            f"temp {part_memory['temp'] / mib:.2f} MiB",
+                            flush=True,
+                        )
         print(flush=True)
 
 
@@ -298,6 +347,12 @@ def main() -> None:
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--batches", type=int, default=2, help="batches per compiled chunk")
     parser.add_argument("--profile", action="store_true", help="time e-prop's parts")
+    parser.add_argument(
+        "--filtered-traces",
+        action="store_true",
+        help="also run each e-prop rule with its trace scan replaced by the exact filtered "
+        "rewrite (the proposed fix; traces must not be clipped)",
+    )
     args = parser.parse_args()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
     if args.lengths:
