@@ -599,3 +599,42 @@ def test_comparison_draws_each_rules_gradient_alignment_below_the_curves():
         single, summarise(single, {"b": 0}, key=jax.random.key(0)), alignment=alignment
     )
     assert alone.axes[-1].get_ylabel() == "cosine with the BPTT gradient"
+
+
+def test_comparison_draws_the_curves_against_trials_and_seconds_too():
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(3, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0))
+    steps = [0, 10, 20]
+    curves = {
+        name: xr.DataArray(
+            np.random.default_rng(n).uniform(0.1, 1, (3, n)),
+            dims=("validation_step", "replicate"),
+            coords={"validation_step": steps, "replicate": np.arange(n)},
+        )
+        for name, n in [("a", 4), ("b", 3)]
+    }
+    # b's run record has no timing: it is left out of the seconds panel only.
+    fig = plot_comparison(
+        values,
+        summary,
+        curves=curves,
+        trials_per_batch={"a": 64, "b": 32},
+        seconds_per_batch={"a": 0.5},
+    )
+    grid = np.reshape(fig.axes, (2, -1))
+    by_batch, by_trials, by_seconds = grid[0, -3:]
+    assert [ax.get_xlabel() for ax in (by_batch, by_trials, by_seconds)] == [
+        "batch",
+        "trials",
+        "training time (s)",
+    ]
+    trials = drawn(by_trials, "mean curve")
+    assert [line.get_label() for line in trials] == ["a", "b"]
+    np.testing.assert_array_equal(trials[0].get_xdata(), np.array(steps) * 64)
+    np.testing.assert_array_equal(trials[1].get_xdata(), np.array(steps) * 32)
+    seconds = drawn(by_seconds, "mean curve")
+    assert [line.get_label() for line in seconds] == ["a"]
+    assert seconds[0].get_color() == "C0"
+    np.testing.assert_allclose(seconds[0].get_xdata(), np.array(steps) * 0.5)
+    np.testing.assert_allclose(seconds[0].get_ydata(), curves["a"].mean("replicate"))
+    assert not any(ax.axison for ax in grid[1, -3:])

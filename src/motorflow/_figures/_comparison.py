@@ -131,28 +131,46 @@ def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrast
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
 
 
-def _draw_curves(ax: Axes, curves: Mapping[str, xr.DataArray]) -> None:
-    """Each experiment's validation loss against batch: a thin line per replicate and
-    a thick one for their mean, one colour per experiment."""
-    for index, (name, curve) in enumerate(curves.items()):
-        color = f"C{index % 10}"
+def _draw_curves(
+    ax: Axes,
+    curves: Mapping[str, xr.DataArray],
+    order: list[str],
+    *,
+    per_batch: Mapping[str, float] | None = None,
+    xlabel: str = "batch",
+) -> None:
+    """Each experiment's validation loss against batch (or, with `per_batch`, against
+    batch times each experiment's value there: trials or seconds; an experiment without
+    one is left out): a thin line per replicate and a thick one for their mean, one
+    colour per experiment (its place in `order`)."""
+    drawn = []
+    for name, curve in curves.items():
+        if per_batch is not None and name not in per_batch:
+            continue
+        color = f"C{order.index(name) % 10}"
         curve = curve.isel(validation_step=curve.notnull().any("replicate").values)
-        batches = curve.validation_step.values
+        x = curve.validation_step.values * (1 if per_batch is None else per_batch[name])
         for replicate in curve.replicate.values:
             ax.plot(
-                batches,
+                x,
                 curve.sel(replicate=replicate),
                 color=color,
                 lw=0.6,
                 alpha=0.4,
                 gid="replicate curve",
             )
-        ax.plot(batches, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
-    values = np.concatenate([np.ravel(curve.values) for curve in curves.values()])
-    log_scale_if_possible(ax, values)
-    ax.set_xlabel("batch")
+        ax.plot(x, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
+        drawn.append(np.ravel(curve.values))
+    if drawn:
+        log_scale_if_possible(ax, np.concatenate(drawn))
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("validation loss (total)")
-    ax.set_title("training: replicates (thin) and mean", fontsize="medium")
+    ax.set_title(
+        "training: replicates (thin) and mean"
+        if per_batch is None
+        else f"the same against {xlabel.split(' (')[0]}",
+        fontsize="medium",
+    )
     ax.legend(fontsize="small", title="experiment", title_fontsize="small")
 
 
@@ -198,6 +216,8 @@ def plot_comparison(
     condition: str | None = None,
     curves: Mapping[str, xr.DataArray] | None = None,
     alignment: Mapping[str, xr.DataArray] | None = None,
+    trials_per_batch: Mapping[str, float] | None = None,
+    seconds_per_batch: Mapping[str, float] | None = None,
     title: str = "",
 ) -> Figure:
     """Experiments side by side: a column per metric; on top each experiment's
@@ -227,6 +247,10 @@ def plot_comparison(
       replicate)` (the history's ``gradient_alignment``), keyed like `values` (an
       experiment without it left out; colours match the curves' when `curves` has the
       same experiments); drawn below the curves, or in a column of its own.
+    - `trials_per_batch`, `seconds_per_batch`: per experiment (those without are left
+      out), with `curves`: a column each draws the curves against the trials trained
+      and against the training's seconds (batches times the run's median seconds per
+      batch after compilation), for a comparison at the same budget.
     - `title`: figure title.
     """
     names = list(values)
@@ -240,7 +264,17 @@ def plot_comparison(
     n_rows = 2 if contrasts else 1
     alignment = {name: a for name, a in (alignment or {}).items() if a.size}
     below_curves = curves is not None and contrasts
-    n_columns = len(metrics) + (curves is not None) + bool(alignment and not below_curves)
+    budgets = [
+        (per_batch, label)
+        for per_batch, label in (
+            (trials_per_batch, "trials"),
+            (seconds_per_batch, "training time (s)"),
+        )
+        if curves is not None and per_batch
+    ]
+    n_columns = (
+        len(metrics) + (curves is not None) + len(budgets) + bool(alignment and not below_curves)
+    )
     fig = Figure(
         figsize=(n_columns * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
         layout="constrained",
@@ -248,9 +282,15 @@ def plot_comparison(
     grid = fig.subplots(n_rows, n_columns, squeeze=False)
     curve_column = len(metrics) if curves is not None else None
     if curve_column is not None:
-        _draw_curves(grid[0, curve_column], curves)
+        _draw_curves(grid[0, curve_column], curves, names)
         if contrasts and not alignment:
             grid[1, curve_column].set_axis_off()
+        for offset, (per_batch, label) in enumerate(budgets, start=1):
+            _draw_curves(
+                grid[0, curve_column + offset], curves, names, per_batch=per_batch, xlabel=label
+            )
+            if contrasts:
+                grid[1, curve_column + offset].set_axis_off()
     if alignment:
         _draw_alignment(grid[1, curve_column] if below_curves else grid[0, -1], alignment, names)
         if contrasts and not below_curves:

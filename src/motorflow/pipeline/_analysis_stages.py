@@ -3,6 +3,7 @@ analyses per experiment, statistics across experiments, and their figures."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -147,6 +148,17 @@ def comparison_figure(
     }
     figure = plot_comparison(values, open_dataset(summary_path), curves=curves, alignment=alignment)
     save_figure(figure, output_path, dpi=options["dpi"])
+
+
+def _training_budget(history) -> tuple[float | None, float | None]:
+    """A history's trials per batch (its training's `batch_size`) and median seconds
+    per batch after compilation (its run record), each None where not recorded."""
+    settings = json.loads(history.attrs.get("experiment", "{}"))
+    record = json.loads(history.attrs.get("run_record", "{}"))
+    training = settings.get("training")
+    trials = training.get("batch_size") if isinstance(training, dict) else None
+    seconds = record.get("timing", {}).get("seconds_per_batch_median")
+    return trials, seconds
 
 
 def sweep_figure(
