@@ -22,8 +22,14 @@ rewrite as a reverse-time filter of the learning signal; ``--filtered-traces`` a
 runs each e-prop rule with that rewrite in place of its trace scan. Usage:
 
     python benchmarks/learning_rules.py [--repeats 5] [--windows 5 20]
-    python benchmarks/learning_rules.py --lengths 60 240 960 [--rule bptt] \
-        [--rule eprop:feedback=random] [--replicates 1] [--repeats 3] [--profile]
+    python benchmarks/learning_rules.py --lengths 60 240 960 [--rule bptt] \\
+        [--rule eprop:feedback=random] [--replicates 1] [--repeats 3] [--profile] \\
+        [--filtered-traces]
+    python benchmarks/learning_rules.py --train-alignment 1200 --rule eprop:feedback=random
+
+``--train-alignment`` trains each rule as config/learning-rules.yaml's leaky-32
+experiments (keys from seed 0 here) and prints the gradient alignment the history
+records at each validation.
 """
 
 from __future__ import annotations
@@ -330,6 +336,47 @@ def check_filtered(args) -> float:
     return worst
 
 
+def alignment_over_training(args) -> None:
+    """Train with each rule as `config/learning-rules.yaml`'s leaky-32 experiments do
+    (its task, model and training; keys from seed 0 here, not the pipeline's) and
+    print the recorded gradient alignment per trained array, validation step and
+    replicate."""
+    from pathlib import Path
+
+    import motorflow as mf
+
+    settings = yaml.safe_load(
+        (Path(__file__).parents[1] / "config/learning-rules.yaml").read_text()
+    )
+    task = mf.Task(mf.TaskConfig.from_dict(settings["tasks"]["reach"]))
+    model = mf.ModelConfig.from_dict(settings["models"]["leaky32"])
+    blocks = [parse_rule(r) for r in args.rule or ["eprop:feedback=random"]]
+    for block in blocks:
+        training = {k: v for k, v in settings["trainings"]["bptt"].items() if k != "checkpoint"}
+        every = max(1, args.train_alignment // 6)
+        training |= {"learning": block, "n_batches": args.train_alignment}
+        training |= {"validation": {"every": every}}
+        config = mf.TrainConfig.from_dict(training)
+        keys = jax.random.split(jax.random.key(0), 3)
+        n = config.n_replicates
+        ensemble = mf.make_ensemble(model, n_replicates=n, n_task_inputs=task.n_inputs, key=keys[0])
+        trials = task.training_trials(
+            keys[1], n_replicates=n, n_batches=config.n_batches, batch_size=config.batch_size
+        )
+        start = time.perf_counter()
+        result = mf.train(ensemble, trials, task, config, key=keys[2], progress=False)
+        history = result.history
+        print(
+            f"{rule_label(block)}: {time.perf_counter() - start:.0f} s; cosine with the BPTT "
+            f"gradient per replicate, at validation steps {history['validation_step'].tolist()}"
+        )
+        for name, values in history["gradient_alignment"].items():
+            rows = " | ".join(" ".join(f"{x:5.2f}" for x in row) for row in values)
+            print(f"  {name:28} {rows}")
+        final = history["validation"]["total"][-1]
+        print("  final validation loss " + " ".join(f"{x:.4f}" for x in final), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -353,8 +400,19 @@ def main() -> None:
         help="also run each e-prop rule with its trace scan replaced by the exact filtered "
         "rewrite (the proposed fix; traces must not be clipped)",
     )
+    parser.add_argument(
+        "--train-alignment",
+        type=int,
+        default=0,
+        metavar="BATCHES",
+        help="train each --rule this many batches as config/learning-rules.yaml's "
+        "leaky-32 experiments and print the gradient alignment over training",
+    )
     args = parser.parse_args()
     print(f"jax {jax.__version__}, backend {jax.default_backend()}, devices: {jax.devices()}")
+    if args.train_alignment:
+        alignment_over_training(args)
+        return
     if args.lengths:
         if args.profile:
             print(
