@@ -553,3 +553,88 @@ def test_comparison_draws_each_experiments_training_curves_in_a_last_column():
     assert curve_ax.get_xlabel() == "batch" and curve_ax.get_yscale() == "log"
     # Without curves, the metric columns only (the comparison values lack lateral deviation).
     assert len(plot_comparison(values, summary).axes) == 2 * 2
+
+
+def test_comparison_draws_each_rules_gradient_alignment_below_the_curves():
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(3, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0))
+    steps, groups = [0, 10, 20], ["network.cell.weight", "network.readout.weight"]
+
+    def per(n, shape, dims, **coords):
+        values = np.random.default_rng(n).uniform(-1, 1, shape)
+        return xr.DataArray(values, dims=dims, coords={**coords, "replicate": np.arange(n)})
+
+    curves = {
+        name: per(n, (3, n), ("validation_step", "replicate"), validation_step=steps)
+        for name, n in [("a", 4), ("b", 3)]
+    }
+    # Only b's history has an alignment (a's was written before it was recorded).
+    alignment = {
+        "b": per(
+            3,
+            (2, 3, 3),
+            ("group", "validation_step", "replicate"),
+            group=groups,
+            validation_step=steps,
+        )
+    }
+    fig = plot_comparison(values, summary, curves=curves, alignment=alignment)
+    grid = np.reshape(fig.axes, (2, -1))
+    ax = grid[1, -1]
+    assert ax.axison and ax.get_ylabel() == "cosine with the BPTT gradient"
+    lines = drawn(ax, "alignment curve")
+    # A line per trained array, the mean of the replicates, in b's colour (C1, as its
+    # training curve) and a line style per array.
+    assert len(lines) == 2
+    for line, group in zip(lines, groups, strict=True):
+        np.testing.assert_allclose(
+            line.get_ydata(), alignment["b"].sel(group=group).mean("replicate")
+        )
+        assert line.get_color() == "C1"
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == groups
+    # With one experiment (no contrasts row), the alignment takes a column of its own.
+    single = {"b": values["b"]}
+    alone = plot_comparison(
+        single, summarise(single, {"b": 0}, key=jax.random.key(0)), alignment=alignment
+    )
+    assert alone.axes[-1].get_ylabel() == "cosine with the BPTT gradient"
+
+
+def test_comparison_draws_the_curves_against_trials_and_seconds_too():
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(3, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0))
+    steps = [0, 10, 20]
+    curves = {
+        name: xr.DataArray(
+            np.random.default_rng(n).uniform(0.1, 1, (3, n)),
+            dims=("validation_step", "replicate"),
+            coords={"validation_step": steps, "replicate": np.arange(n)},
+        )
+        for name, n in [("a", 4), ("b", 3)]
+    }
+    # b's run record has no timing: it is left out of the seconds panel only.
+    fig = plot_comparison(
+        values,
+        summary,
+        curves=curves,
+        trials_per_batch={"a": 64, "b": 32},
+        seconds_per_batch={"a": 0.5},
+    )
+    grid = np.reshape(fig.axes, (2, -1))
+    by_batch, by_trials, by_seconds = grid[0, -3:]
+    assert [ax.get_xlabel() for ax in (by_batch, by_trials, by_seconds)] == [
+        "batch",
+        "trials",
+        "training time (s)",
+    ]
+    trials = drawn(by_trials, "mean curve")
+    assert [line.get_label() for line in trials] == ["a", "b"]
+    np.testing.assert_array_equal(trials[0].get_xdata(), np.array(steps) * 64)
+    np.testing.assert_array_equal(trials[1].get_xdata(), np.array(steps) * 32)
+    seconds = drawn(by_seconds, "mean curve")
+    assert [line.get_label() for line in seconds] == ["a"]
+    assert seconds[0].get_color() == "C0"
+    np.testing.assert_allclose(seconds[0].get_xdata(), np.array(steps) * 0.5)
+    np.testing.assert_allclose(seconds[0].get_ydata(), curves["a"].mean("replicate"))
+    assert not any(ax.axison for ax in grid[1, -3:])

@@ -131,29 +131,81 @@ def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrast
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
 
 
-def _draw_curves(ax: Axes, curves: Mapping[str, xr.DataArray]) -> None:
-    """Each experiment's validation loss against batch: a thin line per replicate and
-    a thick one for their mean, one colour per experiment."""
-    for index, (name, curve) in enumerate(curves.items()):
-        color = f"C{index % 10}"
+def _draw_curves(
+    ax: Axes,
+    curves: Mapping[str, xr.DataArray],
+    order: list[str],
+    *,
+    per_batch: Mapping[str, float] | None = None,
+    xlabel: str = "batch",
+) -> None:
+    """Each experiment's validation loss against batch (or, with `per_batch`, against
+    batch times each experiment's value there: trials or seconds; an experiment without
+    one is left out): a thin line per replicate and a thick one for their mean, one
+    colour per experiment (its place in `order`)."""
+    drawn = []
+    for name, curve in curves.items():
+        if per_batch is not None and name not in per_batch:
+            continue
+        color = f"C{order.index(name) % 10}"
         curve = curve.isel(validation_step=curve.notnull().any("replicate").values)
-        batches = curve.validation_step.values
+        x = curve.validation_step.values * (1 if per_batch is None else per_batch[name])
         for replicate in curve.replicate.values:
             ax.plot(
-                batches,
+                x,
                 curve.sel(replicate=replicate),
                 color=color,
                 lw=0.6,
                 alpha=0.4,
                 gid="replicate curve",
             )
-        ax.plot(batches, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
-    values = np.concatenate([np.ravel(curve.values) for curve in curves.values()])
-    log_scale_if_possible(ax, values)
-    ax.set_xlabel("batch")
+        ax.plot(x, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
+        drawn.append(np.ravel(curve.values))
+    if drawn:
+        log_scale_if_possible(ax, np.concatenate(drawn))
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("validation loss (total)")
-    ax.set_title("training: replicates (thin) and mean", fontsize="medium")
+    ax.set_title(
+        "training: replicates (thin) and mean"
+        if per_batch is None
+        else f"the same against {xlabel.split(' (')[0]}",
+        fontsize="medium",
+    )
     ax.legend(fontsize="small", title="experiment", title_fontsize="small")
+
+
+_GROUP_STYLES = ("-", "--", ":", "-.")
+
+
+def _draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list[str]) -> None:
+    """Each experiment's gradient alignment against batch: the mean over replicates of
+    the cosine between its rule's update and the BPTT gradient, a line per trained
+    array (line style) in the experiment's colour (as in the training curves)."""
+    groups: list[str] = []
+    for name, cosine in alignment.items():
+        index = order.index(name)
+        cosine = cosine.isel(validation_step=cosine.notnull().any(("group", "replicate")).values)
+        for group in cosine.group.values:
+            if str(group) not in groups:
+                groups.append(str(group))
+            ax.plot(
+                cosine.validation_step.values,
+                cosine.sel(group=group).mean("replicate"),
+                color=f"C{index % 10}",
+                ls=_GROUP_STYLES[groups.index(str(group)) % len(_GROUP_STYLES)],
+                lw=1.4,
+                gid="alignment curve",
+            )
+    ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=1)
+    ax.set_ylim(-1.05, 1.05)
+    ax.set_xlabel("batch")
+    ax.set_ylabel("cosine with the BPTT gradient")
+    ax.set_title("gradient alignment: mean of the replicates", fontsize="medium")
+    handles = [
+        mpl.lines.Line2D([], [], color="0.2", ls=_GROUP_STYLES[i % len(_GROUP_STYLES)], label=g)
+        for i, g in enumerate(groups)
+    ]
+    ax.legend(handles=handles, fontsize="x-small", title="trained array", title_fontsize="small")
 
 
 def plot_comparison(
@@ -163,6 +215,9 @@ def plot_comparison(
     metrics: Sequence[str] = ("final_validation_loss", "endpoint_error", "max_lateral_deviation"),
     condition: str | None = None,
     curves: Mapping[str, xr.DataArray] | None = None,
+    alignment: Mapping[str, xr.DataArray] | None = None,
+    trials_per_batch: Mapping[str, float] | None = None,
+    seconds_per_batch: Mapping[str, float] | None = None,
     title: str = "",
 ) -> Figure:
     """Experiments side by side: a column per metric; on top each experiment's
@@ -188,6 +243,14 @@ def plot_comparison(
       that a metric lacks): the first condition that has the metric.
     - `curves`: each experiment's total validation loss `(validation_step, replicate)`;
       if given, a last column shows them against batch (its lower cell stays empty).
+    - `alignment`: each experiment's gradient alignment `(group, validation_step,
+      replicate)` (the history's ``gradient_alignment``), keyed like `values` (an
+      experiment without it left out; colours match the curves' when `curves` has the
+      same experiments); drawn below the curves, or in a column of its own.
+    - `trials_per_batch`, `seconds_per_batch`: per experiment (those without are left
+      out), with `curves`: a column each draws the curves against the trials trained
+      and against the training's seconds (batches times the run's median seconds per
+      batch after compilation), for a comparison at the same budget.
     - `title`: figure title.
     """
     names = list(values)
@@ -199,15 +262,38 @@ def plot_comparison(
     paired = summary.paired.sel(experiment=names, reference=names).values
     adjacent_paired = [bool(paired[index + 1, index]) for index in range(len(names) - 1)]
     n_rows = 2 if contrasts else 1
-    n_columns = len(metrics) + (curves is not None)
+    alignment = {name: a for name, a in (alignment or {}).items() if a.size}
+    below_curves = curves is not None and contrasts
+    budgets = [
+        (per_batch, label)
+        for per_batch, label in (
+            (trials_per_batch, "trials"),
+            (seconds_per_batch, "training time (s)"),
+        )
+        if curves is not None and per_batch
+    ]
+    n_columns = (
+        len(metrics) + (curves is not None) + len(budgets) + bool(alignment and not below_curves)
+    )
     fig = Figure(
         figsize=(n_columns * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
         layout="constrained",
     )
     grid = fig.subplots(n_rows, n_columns, squeeze=False)
-    if curves is not None:
-        _draw_curves(grid[0, -1], curves)
-        if contrasts:
+    curve_column = len(metrics) if curves is not None else None
+    if curve_column is not None:
+        _draw_curves(grid[0, curve_column], curves, names)
+        if contrasts and not alignment:
+            grid[1, curve_column].set_axis_off()
+        for offset, (per_batch, label) in enumerate(budgets, start=1):
+            _draw_curves(
+                grid[0, curve_column + offset], curves, names, per_batch=per_batch, xlabel=label
+            )
+            if contrasts:
+                grid[1, curve_column + offset].set_axis_off()
+    if alignment:
+        _draw_alignment(grid[1, curve_column] if below_curves else grid[0, -1], alignment, names)
+        if contrasts and not below_curves:
             grid[1, -1].set_axis_off()
     for column, metric in enumerate(metrics):
         shown = _shown_condition(summary, metric, condition)

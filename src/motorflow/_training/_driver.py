@@ -22,6 +22,7 @@ from ._divergence import HEALTHY, DivergencePolicy
 from ._history import (
     History,
     empty_history,
+    record_alignment,
     record_batches,
     record_snapshot,
     record_status,
@@ -152,6 +153,7 @@ def train(
         validation_steps=plan.validate,
         snapshot_steps=plan.snapshot,
         parameter_shapes={name: entry["shape"] for name, entry in parameters.items()},
+        alignment_groups=list(parameters),
     )
     host_trials = jax.tree.map(np.asarray, trials)
     validation_trials = trials_to_validate_on(task, validation, key)
@@ -181,6 +183,14 @@ def train(
             diverged_at = np.where(frozen_here, batch, diverged_at).astype(np.int32)
             state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
         losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
+        alignment = trainer.alignment(
+            state.params, state.learning_state, validation_trials, validation_key
+        )
+        record_alignment(
+            history,
+            batch,
+            {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in alignment.items()},
+        )
         state = trainer.keep_best(state, jnp.asarray(losses["total"]), batch)
         record_validation(history, batch, losses)
         board.validation(batch, losses)

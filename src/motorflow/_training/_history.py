@@ -25,6 +25,7 @@ def empty_history(
     validation_steps: Sequence[int],
     snapshot_steps: Sequence[int] = (),
     parameter_shapes: Mapping[str, Sequence[int]] | None = None,
+    alignment_groups: Sequence[str] = (),
 ) -> History:
     """History arrays filled with NaN until their batch has run.
 
@@ -41,6 +42,10 @@ def empty_history(
       diverged and stopped training (``train.on_divergence: isolate``).
     - ``best_batch``, ``best_validation_loss``: `(replicate,)`, the batch count with the
       lowest validation loss so far, and that loss.
+    - ``gradient_alignment[group]`` for each of `alignment_groups` (trained arrays by
+      path): `(validation_step, replicate)`, the cosine between the learning rule's
+      update and the BPTT gradient on the validation set at that validation
+      (:meth:`Trainer.alignment`).
     - with `snapshot_steps`: ``snapshot_step``, those batch counts, and
       ``snapshot[name]``: `(snapshot_step, replicate, *shape)` for each trainable array
       in `parameter_shapes` (name -> shape per replicate), its value after that many
@@ -67,6 +72,7 @@ def empty_history(
         "learning_rate": filled(n_batches),
         "validation": {name: filled(n_val, n_replicates) for name in names},
         "validation_step": np.asarray(validation_steps, np.int64),
+        "gradient_alignment": {name: filled(n_val, n_replicates) for name in alignment_groups},
         "diverged_at": np.full(n_replicates, -1, np.int64),
         "best_batch": np.full(n_replicates, -1, np.int64),
         "best_validation_loss": filled(n_replicates),
@@ -81,7 +87,9 @@ def history_dataset(
 
     Variables ``loss`` and ``grad_norm (term, batch, replicate)`` (a term's gradient
     norm NaN unless recorded per term), ``learning_rate (batch)``, ``validation_loss
-    (term, validation_step, replicate)``, and per replicate ``diverged_at`` (-1:
+    (term, validation_step, replicate)``, ``gradient_alignment (group, validation_step,
+    replicate)`` (the cosine between the rule's update and the BPTT gradient per
+    trained array, `group` its path; 1 for BPTT), and per replicate ``diverged_at`` (-1:
     trained to the end), ``best_batch`` and ``best_validation_loss``; `term` lists the
     loss terms then ``total``.
 
@@ -135,6 +143,17 @@ def history_dataset(
         },
         attrs=attrs or {},
     )
+    alignment = history.get("gradient_alignment") or {}
+    if alignment:
+        dataset["gradient_alignment"] = (
+            ("group", "validation_step", "replicate"),
+            np.stack([np.asarray(v) for v in alignment.values()]),
+            {
+                "description": "cosine between the learning rule's update and the BPTT "
+                "gradient on the validation set, per trained array (group)"
+            },
+        )
+        dataset = dataset.assign_coords(group=np.array(list(alignment), dtype=object))
     if "snapshot_step" not in history:
         return dataset
     steps = np.asarray(history["snapshot_step"])
@@ -172,6 +191,13 @@ def record_validation(history: History, batch: int, validation: Mapping[str, Any
     index = _step_index(history, "validation_step", batch)
     for name, value in validation.items():
         history["validation"][name][index] = value
+
+
+def record_alignment(history: History, batch: int, alignment: Mapping[str, Any]) -> None:
+    """Copy the gradient alignment per trained array (after `batch` batches) into `history`."""
+    index = _step_index(history, "validation_step", batch)
+    for name, value in alignment.items():
+        history["gradient_alignment"][name][index] = value
 
 
 def validation_at(history: History, batch: int) -> dict[str, np.ndarray]:

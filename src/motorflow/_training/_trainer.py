@@ -21,12 +21,14 @@ from .._model._loop import PLAIN, RolloutOptions
 from .._tasks import Task, Trials
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
+from ._run_record import named_arrays
 from ._segments import learn_in_segments
 from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
 from ._trainable import learning_rates, trained_arrays
 from .constraints import Constraints
-from .rules import Batch
+from .rules import BPTT, Batch
+from .rules._base import backpropagated
 from .update_rules import UpdateRules
 
 
@@ -107,6 +109,7 @@ class Trainer:
         self.schedule = self.optimizer.schedule
         self.run_chunk = jax.jit(self._chunk)
         self.validate = jax.jit(self._validate)
+        self._alignment = jax.jit(self._aligned)
         self.keep_best = jax.jit(keep_best)
 
     def init(self, key: PRNGKeyArray, *, learning_key: PRNGKeyArray | None = None) -> TrainState:
@@ -375,6 +378,34 @@ class Trainer:
         per_replicate = self.layout.gather((records.loss, records.grad_norm), axis=1)
         return new_state, BatchRecords(*per_replicate, records.learning_rate)
 
+    def alignment(self, params, learning_state, trials: Trials, key) -> dict[str, Array]:
+        """Per trained array (by its :func:`named_arrays` path), `(replicate,)`: the
+        cosine between the learning rule's update and the BPTT gradient of the loss on
+        the shared `trials` (noise as :meth:`validate` draws it from `key`), at `params`.
+
+        The update is what the rule's ``value_and_grad`` hands the optimizer for the
+        whole rollout (a rule that updates within the rollout hands it the segments'
+        parts instead, each at newer parameters). NaN where either is zero (an array
+        the rule sets itself, as RLS its readout). Backpropagation is aligned with
+        itself by definition: for ``bptt`` every cosine is 1, with no pass run.
+        """
+        if type(self.learning_rule) is BPTT:
+            ones = jnp.ones(self.n_replicates, jnp.float32)
+            return {name: ones for name in named_arrays(self.initial_params)}
+        return self._alignment(params, learning_state, trials, key)
+
+    def _aligned(self, params, learning_state, trials: Trials, key):
+        keys = jax.random.split(key, self.n_replicates)
+
+        def one(params, frozen, learning_state, key):
+            batch = self.replicate_batch(params, frozen, trials, key)
+            _, update, _ = self.learning_rule.value_and_grad(batch, params, learning_state)
+            _, exact = backpropagated(batch, params)
+            exact = named_arrays(exact)
+            return {name: cosine(u, exact[name]) for name, u in named_arrays(update).items()}
+
+        return jax.lax.map(lambda xs: one(*xs), (params, self.frozen, learning_state, keys))
+
     def _validate(self, params, trials: Trials, key):
         """Loss per term and total, per replicate, on shared validation `trials`."""
         keys = jax.random.split(key, self.n_replicates)
@@ -382,3 +413,10 @@ class Trainer:
             params, self.frozen, trials, keys
         )
         return {**terms, "total": total}
+
+
+def cosine(a: Array, b: Array) -> Array:
+    """The cosine between two arrays (flattened); NaN where either is zero."""
+    a, b = jnp.ravel(a).astype(jnp.float32), jnp.ravel(b).astype(jnp.float32)
+    norms = jnp.sqrt(jnp.sum(a**2) * jnp.sum(b**2))
+    return jnp.where(norms > 0, jnp.sum(a * b) / jnp.where(norms > 0, norms, 1.0), jnp.nan)

@@ -3,6 +3,7 @@ analyses per experiment, statistics across experiments, and their figures."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -130,15 +131,34 @@ def comparison_figure(
     options: Mapping[str, Any],
 ) -> None:
     """Final validation loss, endpoint error and lateral deviation per replicate across
-    experiments, with the summary's means, intervals and contrasts, and their training
-    curves."""
+    experiments, with the summary's means, intervals and contrasts, their training
+    curves and the alignment of their rules' updates with the BPTT gradient."""
     values = _replicate_values(history_paths, metrics_paths, experiments)
-    curves = {
-        name: open_dataset(path).validation_loss.sel(term="total")
-        for name, path in zip(experiments, history_paths, strict=True)
+    histories = {
+        name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
     }
-    figure = plot_comparison(values, open_dataset(summary_path), curves=curves)
+    curves = {
+        name: history.validation_loss.sel(term="total") for name, history in histories.items()
+    }
+    # Histories written before the alignment was recorded have none.
+    alignment = {
+        name: history.gradient_alignment
+        for name, history in histories.items()
+        if "gradient_alignment" in history
+    }
+    figure = plot_comparison(values, open_dataset(summary_path), curves=curves, alignment=alignment)
     save_figure(figure, output_path, dpi=options["dpi"])
+
+
+def _training_budget(history) -> tuple[float | None, float | None]:
+    """A history's trials per batch (its training's `batch_size`) and median seconds
+    per batch after compilation (its run record), each None where not recorded."""
+    settings = json.loads(history.attrs.get("experiment", "{}"))
+    record = json.loads(history.attrs.get("run_record", "{}"))
+    training = settings.get("training")
+    trials = training.get("batch_size") if isinstance(training, dict) else None
+    seconds = record.get("timing", {}).get("seconds_per_batch_median")
+    return trials, seconds
 
 
 def sweep_figure(
