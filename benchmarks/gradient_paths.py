@@ -91,13 +91,13 @@ def compare(trainer: mf.Trainer, trials, keys, learning_state) -> dict[str, list
 def print_table(title: str, found: dict[str, list[dict]]) -> None:
     columns = [*GROUPS, "all", "norm ratio"]
     print(f"\n{title}: mean [min, max] over replicates")
-    print(f"{'gradient':24}" + "".join(f"{c:>22}" for c in columns))
+    print(f"{'gradient':24}" + "".join(f" {c:>23}" for c in columns))
     for name, rows in found.items():
         cells = []
         for column in columns:
             values = np.array([row[column] for row in rows])
             cells.append(f"{values.mean():.3f} [{values.min():.3f}, {values.max():.3f}]")
-        print(f"{name:24}" + "".join(f"{c:>22}" for c in cells))
+        print(f"{name:24}" + "".join(f" {c:>23}" for c in cells))
     print("per replicate, overall cosine:")
     for name, rows in found.items():
         print(f"  {name:24}" + " ".join(f"{row['all']:.3f}" for row in rows))
