@@ -71,7 +71,7 @@ def compare(trainer: mf.Trainer, trials, keys, learning_state) -> dict[str, list
         state = take_replicate(learning_state, index)
 
         def gradient(rule, rule_state, batch=batch, params=params):
-            return eqx.filter_jit(lambda p, s: rule.value_and_grad(batch, p, s)[1])(
+            return eqx.filter_jit(lambda at, s: rule.value_and_grad(batch, at, s)[1])(
                 params, rule_state
             )
 
@@ -79,7 +79,9 @@ def compare(trainer: mf.Trainer, trials, keys, learning_state) -> dict[str, list
         for name, rule in RULES.items():
             rule_state = state if (isinstance(rule, EProp) and rule.feedback == "random") else None
             cut = gradient(rule, rule_state)
-            row = {group: _cosine(_flat(cut, p), _flat(exact, p)) for group, p in GROUPS.items()}
+            row = {
+                g: _cosine(_flat(cut, paths), _flat(exact, paths)) for g, paths in GROUPS.items()
+            }
             row["all"] = _cosine(_flat(cut, every), _flat(exact, every))
             row["norm ratio"] = float(
                 np.linalg.norm(_flat(cut, every)) / np.linalg.norm(_flat(exact, every))

@@ -68,9 +68,7 @@ def main() -> None:
         "batch_size": args.batch_size,
         "n_replicates": args.n_replicates,
     }
-    training = experiment.train.model_copy(
-        update={k: v for k, v in sizes.items() if v is not None}
-    )
+    training = experiment.train.model_copy(update={k: v for k, v in sizes.items() if v is not None})
     task = mf.Task(experiment.task)
     keys = mfp.experiment_keys(experiment.seed)
     trials = task.training_trials(

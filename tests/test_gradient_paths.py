@@ -27,7 +27,10 @@ def _setup(cell: str):
     task = tiny_task()
     config = tiny_train_config(n_replicates=1)
     ensemble = mf.make_ensemble(
-        tiny_model_config(cell=cell), n_replicates=1, n_task_inputs=task.n_inputs, key=jax.random.key(3)
+        tiny_model_config(cell=cell),
+        n_replicates=1,
+        n_task_inputs=task.n_inputs,
+        key=jax.random.key(3),
     )
     return task, config, ensemble
 
