@@ -11,7 +11,7 @@ endpoint error and final speed per replicate. Run it twice, or under another
 Usage (repository root):
 
     python benchmarks/reproducibility.py --experiment eprop [--n-batches 100]
-        [--batch-size 16] [--n-replicates 2] [--ulps 1]
+        [--batch-size 16] [--n-replicates 2] [--ulps 1] [--cpu-devices 2]
 """
 
 from __future__ import annotations
@@ -60,7 +60,14 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int)
     parser.add_argument("--n-replicates", type=int)
     parser.add_argument("--ulps", type=int, default=0)
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=1,
+        help="XLA CPU devices, as a train job given this many threads starts",
+    )
     args = parser.parse_args()
+    mfp.use_devices(cpu_devices=args.cpu_devices)
     config = mfp.load_config_file(args.config)
     experiment = mfp.resolve_experiment(config, args.experiment)
     sizes = {
@@ -104,7 +111,7 @@ def main() -> None:
     speed = metrics.final_speed.mean("trial").values
     print(
         f"{args.experiment} size {training.n_replicates}x{training.n_batches}x"
-        f"{training.batch_size} ulps {args.ulps} XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+        f"{training.batch_size} ulps {args.ulps} cpu devices {args.cpu_devices} XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
     )
     print(f"params digest {digest(eqx.filter(result.ensemble, eqx.is_inexact_array))}")
     print("endpoint error (mm) per replicate: " + " ".join(f"{v:.2f}" for v in endpoint))
