@@ -202,6 +202,10 @@ CORPUS = {
         at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 3, "update_every": 4}),
         TRAIN,
     ),
+    "gradient paths cut": (
+        at("trainings.quick.learning", {"through_feedback": False, "recurrence": "leak"}),
+        TRAIN,
+    ),
     "e-prop with random feedback": (
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),

@@ -11,6 +11,7 @@ from .._perturbations import Effects, endpoint_force
 from .._plants import AbstractPlant, step
 from ._feedback import FeedbackChannel
 from ._network import Network
+from ._recurrence import RECURRENCE_PATHS, network_step
 
 
 class Rollout(eqx.Module):
@@ -74,10 +75,26 @@ class RolloutOptions(eqx.Module):
     - `probe`: zero signals added to the network's output and recorded hidden state,
       with the network cut out of the gradient (:class:`Probe`; one trial's, or with a
       leading trial dim where trials are mapped over). None: no probe.
+    - `through_feedback`: False: no gradient flows from the sensory feedback the
+      network sees back into the plant, so an output reaches the loss through the
+      plant only, never through what the network senses of it later.
+    - `recurrence`: ``"full"``, or ``"leak"``: the gradient flows from one hidden
+      state to the next only through each unit's own carry (its leak, or a GRU's
+      ``z h``, z its update gate), not through the recurrent matrices
+      (:func:`motorflow._model._recurrence.network_step`); the paths e-prop's
+      eligibility traces follow (Bellec et al. 2020, Nat Commun 11:3625).
     """
 
     gradient_window: int | None = eqx.field(static=True, default=None)
     probe: Probe | None = None
+    through_feedback: bool = eqx.field(static=True, default=True)
+    recurrence: str = eqx.field(static=True, default="full")
+
+    def __check_init__(self):
+        if self.recurrence not in RECURRENCE_PATHS:
+            raise ValueError(
+                f"recurrence must be one of {RECURRENCE_PATHS}, not {self.recurrence!r}"
+            )
 
 
 PLAIN = RolloutOptions()
@@ -170,6 +187,8 @@ class ClosedLoop(eqx.Module):
         else:
             per_step = (effects.force, effects.viscosity, effects.feedback)
         gradient_window = options.gradient_window
+        through_feedback = options.through_feedback
+        recurrence = options.recurrence
 
         def one_step(carry, xs):
             task_in, step_key, perturbed, t, probed = xs
@@ -188,9 +207,13 @@ class ClosedLoop(eqx.Module):
                     return endpoint_force(force, viscosity, vel)
 
             queue, seen = self.feedback(queue, observed, key=feedback_key)
+            if not through_feedback:
+                seen = jax.lax.stop_gradient(seen)
             network_input = jnp.concatenate([task_in, seen])
             if probed is None:
-                hidden, output = self.network(network_input, hidden, key=network_key)
+                hidden, output = network_step(
+                    self.network, network_input, hidden, key=network_key, recurrence=recurrence
+                )
                 recorded_hidden = hidden
             else:
                 hidden, output = self.network(

@@ -1,4 +1,5 @@
-"""Backpropagation through time, whole or truncated to a window of steps."""
+"""Backpropagation through time, whole or truncated to a window of steps, optionally
+with the gradient's path through the sensory feedback or the recurrence cut."""
 
 from __future__ import annotations
 
@@ -6,21 +7,51 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..._config_base import PositiveInt
+from ..._config_base import Boolean, PositiveInt
 from ..._model._loop import RolloutOptions
 from ._base import AbstractLearningRule, backpropagated
 
 
-class BPTT(AbstractLearningRule):
+class _GradientPaths(AbstractLearningRule):
+    """The paths backpropagation follows through the closed loop: cutting one shows
+    what a rule that lacks it loses. Symmetric e-prop (Bellec et al. 2020, Nat Commun
+    11:3625) is exactly BPTT with `through_feedback` false and `recurrence` ``leak``
+    (for the rnn and leaky cells)."""
+
+    through_feedback: Boolean = Field(
+        True,
+        description="let the gradient flow back through the sensory feedback the network "
+        "sees (`false`: an output reaches the loss only through the plant, never through "
+        "what the network senses of it later)",
+    )
+    recurrence: Literal["full", "leak"] = Field(
+        "full",
+        description="how the gradient flows from one hidden state to the next: `full`, "
+        "or `leak`: only through each unit's own carry (the leaky cell's `(1 - a) h`, a "
+        "GRU's `z h`, z its update gate, nothing for the rnn), not through the recurrent weights, as "
+        "e-prop's eligibility traces",
+    )
+
+    def rollout_options(self, gradient_window: int | None = None) -> RolloutOptions:
+        """The rollout options that give this rule's gradient paths."""
+        return RolloutOptions(
+            gradient_window=gradient_window,
+            through_feedback=self.through_feedback,
+            recurrence=self.recurrence,
+        )
+
+
+class BPTT(_GradientPaths):
     """Backpropagation through the whole rollout."""
 
     kind: Literal["bptt"] = "bptt"
 
     def value_and_grad(self, batch, params, state, *, states: bool = False):
-        return *backpropagated(batch, params, states=states), state
+        options = self.rollout_options()
+        return *backpropagated(batch, params, options=options, states=states), state
 
 
-class TruncatedBPTT(AbstractLearningRule):
+class TruncatedBPTT(_GradientPaths):
     """Backpropagation through at most `window` steps: the rollout runs whole, but no
     gradient flows back across the steps ``window, 2 window, ...`` (Williams & Peng
     1990, Neural Computation 2(4); the epoch-wise truncation BPTT(h; h) of Williams &
@@ -46,6 +77,6 @@ class TruncatedBPTT(AbstractLearningRule):
         return self.update_every
 
     def value_and_grad(self, batch, params, state, *, states: bool = False):
-        options = RolloutOptions(gradient_window=self.window)
+        options = self.rollout_options(self.window)
         found = backpropagated(batch, params, options=options, states=states)
         return *found, state
