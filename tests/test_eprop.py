@@ -15,6 +15,7 @@ from motorflow._model._ensemble import take_replicate
 from motorflow._model._loop import Probe
 from motorflow._training.rules import BPTT, EProp, eligibility_gradient
 from motorflow._training.rules._eprop import CellWeights
+from motorflow._training.rules._eprop_gru import GRUWeights, gru_eligibility_gradient
 
 
 def test_the_traces_give_the_hand_derived_update_of_a_one_unit_leaky_network():
@@ -160,3 +161,65 @@ def test_a_probed_rollout_has_the_plain_rollouts_values():
         for p in (None, probe)
     ]
     assert_trees_equal(runs[0], runs[1])
+
+
+def _gru_trial(key, n_in=3, n_hidden=4, n_steps=6):
+    keys = jax.random.split(key, 3)
+    cell = eqx.nn.GRUCell(n_in, n_hidden, key=keys[0])
+    x = jax.random.normal(keys[1], (n_steps, n_in))
+    signal = jax.random.normal(keys[2], (n_steps, n_hidden))
+    return cell, x, signal
+
+
+def test_the_gru_traces_are_autodiff_with_the_state_in_the_matrices_stopped():
+    # The reference, independent of the hand-derived traces: equinox's own GRU step
+    # with the state inside its matrices stopped (``cell(x, sg(h))``) plus the gated
+    # self path ``u * (h - sg(h))`` (zero in value); autodiff of sum_t L(t) h(t)
+    # through it is e-prop's sum_t L(t) e(t) (the LSTM recipe of Bellec et al. 2020's
+    # code). Broken on purpose (decay 1 instead of u; the reset gate's c dropped; the
+    # update gate's sign flipped) the comparison fails.
+    cell, x, signal = _gru_trial(jax.random.key(0))
+    hidden_size = cell.hidden_size
+
+    def objective(cell):
+        def step(h, xs):
+            x_t, l_t = xs
+            stopped = jax.lax.stop_gradient(h)
+            gates = cell.weight_ih @ x_t + cell.bias + cell.weight_hh @ stopped
+            keep = jax.nn.sigmoid(gates[hidden_size : 2 * hidden_size])
+            h = cell(x_t, stopped) + keep * (h - stopped)
+            return h, jnp.dot(l_t, h)
+
+        _, terms = jax.lax.scan(step, jnp.zeros(hidden_size), (x, signal))
+        return jnp.sum(terms)
+
+    want = jax.grad(objective)(cell)
+    hidden = jax.lax.scan(lambda h, x_t: (cell(x_t, h),) * 2, jnp.zeros(hidden_size), x)[1]
+    weights = GRUWeights(cell.weight_ih, cell.weight_hh, cell.bias, cell.bias_n)
+    found = gru_eligibility_gradient(weights, x, hidden, signal)
+    for name in ("weight_ih", "weight_hh", "bias", "bias_n"):
+        np.testing.assert_allclose(getattr(found, name), getattr(want, name), rtol=1e-5, atol=1e-7)
+        assert np.any(np.asarray(getattr(found, name)) != 0), name
+
+
+def test_symmetric_gru_eprop_is_bptt_when_the_output_depends_on_no_network_path():
+    # No recurrent matrices and no weight on the feedback: a GRU unit's state reaches
+    # the loss only through its own gated path, the readout and the plant, all of
+    # which e-prop keeps, so its gradient is the exact one.
+    task, config, ensemble = _trainer("gru", {"kind": "eprop", "feedback": "symmetric"})
+    unit = ensemble.network.cell.gru
+    n_task = unit.weight_ih.shape[-1] - 4
+    ensemble = eqx.tree_at(
+        lambda m: (m.network.cell.gru.weight_hh, m.network.cell.gru.weight_ih),
+        ensemble,
+        (jnp.zeros_like(unit.weight_hh), unit.weight_ih.at[..., n_task:].set(0.0)),
+    )
+    eprop = _gradients(ensemble, task, config, EProp(feedback="symmetric"))
+    exact = _gradients(ensemble, task, config, BPTT())
+    names = ("weight_ih", "bias", "bias_n")
+    for name in names:
+        get = attribute_getter(f"network.cell.gru.{name}")
+        np.testing.assert_allclose(get(eprop), get(exact), rtol=2e-4, atol=1e-7)
+        assert np.any(np.asarray(get(eprop)) != 0), name
+    for found, want in zip(jax.tree.leaves(eprop), jax.tree.leaves(exact), strict=True):
+        np.testing.assert_allclose(found, want, rtol=2e-4, atol=1e-7)

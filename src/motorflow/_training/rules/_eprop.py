@@ -40,9 +40,15 @@ from ..._config_base import Boolean, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, Probe, RolloutOptions
 from ._base import AbstractLearningRule, Batch
+from ._eprop_gru import GRUWeights, gru_eligibility_gradient
 
-# Where each cell kind keeps its tanh unit's weights.
-_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn"}
+# Where each cell kind keeps the weights e-prop trains, and their names there.
+_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn", "gru": "network.cell.gru"}
+_NAMES = {
+    "rnn": ("weight_in", "weight_rec", "bias"),
+    "leaky": ("weight_in", "weight_rec", "bias"),
+    "gru": ("weight_ih", "weight_hh", "bias", "bias_n"),
+}
 
 
 class CellWeights(eqx.Module):
@@ -109,7 +115,8 @@ def eligibility_gradient(
 
 
 class EProp(AbstractLearningRule):
-    """e-prop for the ``rnn`` and ``leaky`` cells (see :mod:`motorflow._training.rules._eprop`)."""
+    """e-prop for the ``rnn``, ``leaky`` and ``gru`` cells (see
+    :mod:`motorflow._training.rules._eprop` and :mod:`._eprop_gru`)."""
 
     kind: Literal["eprop"] = "eprop"
     feedback: Literal["random", "symmetric"] = Field(
@@ -135,8 +142,11 @@ class EProp(AbstractLearningRule):
         if cell not in _UNIT:
             return (
                 f"e-prop's eligibility traces are derived for a tanh unit (cell rnn or "
-                f"leaky), not a {cell} cell; use model.network.cell rnn or leaky"
+                f"leaky) and the GRU, not a {cell} cell; use model.network.cell rnn, "
+                f"leaky or gru"
             )
+        if cell == "gru" and self.trace_clip is not None:
+            return "trace_clip is implemented for the tanh units' traces, not the GRU's"
         return None
 
     def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> Any:
@@ -170,12 +180,20 @@ class EProp(AbstractLearningRule):
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
         feedback = network.readout.weight.T if state is None else state["feedback"]
         learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
-        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
-        per_trial = jax.vmap(
-            lambda x, h, signal: eligibility_gradient(
-                weights, alpha, x, h, signal, trace_clip=self.trace_clip
-            )
-        )(rollouts.network_input, rollouts.hidden, learning)
+        if cell_kind == "gru":
+            weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+
+            def trial_gradient(x, h, signal):
+                return gru_eligibility_gradient(weights, x, h, signal)
+        else:
+            weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+
+            def trial_gradient(x, h, signal):
+                return eligibility_gradient(
+                    weights, alpha, x, h, signal, trace_clip=self.trace_clip
+                )
+
+        per_trial = jax.vmap(trial_gradient)(rollouts.network_input, rollouts.hidden, learning)
         cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
         readout_gradient = {
             "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),
@@ -183,7 +201,7 @@ class EProp(AbstractLearningRule):
         }
         found = {
             f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name)
-            for name in ("weight_in", "weight_rec", "bias")
+            for name in _NAMES[cell_kind]
         } | {f"network.readout.{name}": value for name, value in readout_gradient.items()}
         gradient = _gradient_like(params, found)
         if self.replace_non_finite:
