@@ -157,7 +157,13 @@ def test_a_probed_rollout_has_the_plain_rollouts_values():
     task_input = jnp.tile(jnp.asarray([0.3, -0.2]), (10, 1))
     probe = Probe(output=jnp.zeros((10, 2)), hidden=jnp.zeros((10, 8)))
     runs = [
-        model.rollout(jnp.zeros(2), jnp.zeros(2), task_input, key=jax.random.key(2), options=mf.RolloutOptions(probe=p))
+        model.rollout(
+            jnp.zeros(2),
+            jnp.zeros(2),
+            task_input,
+            key=jax.random.key(2),
+            options=mf.RolloutOptions(probe=p),
+        )
         for p in (None, probe)
     ]
     assert_trees_equal(runs[0], runs[1])
@@ -223,3 +229,32 @@ def test_symmetric_gru_eprop_is_bptt_when_the_output_depends_on_no_network_path(
         assert np.any(np.asarray(get(eprop)) != 0), name
     for found, want in zip(jax.tree.leaves(eprop), jax.tree.leaves(exact), strict=True):
         np.testing.assert_allclose(found, want, rtol=2e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("cell", "feedback"), [("leaky", "symmetric"), ("leaky", "random"), ("gru", "random")]
+)
+def test_the_online_form_gives_the_offline_update_on_the_point_mass(cell, feedback):
+    # The point mass is linear: filtering the traces forward through its impulse
+    # response credits each output exactly as differentiating the plant after the
+    # rollout does. Broken on purpose (the sensitivities not carried through the
+    # plant's transition, or the traces injected one step late) it differs.
+    task, config, ensemble = _trainer(cell, {"kind": "eprop", "feedback": feedback})
+    state = None
+    if feedback == "random":
+        model = take_replicate(ensemble, 0)
+        state = EProp().init(model, key=jax.random.key(8))
+    offline = _gradients(ensemble, task, config, EProp(feedback=feedback), state=state)
+    online = _gradients(ensemble, task, config, EProp(feedback=feedback, online=True), state=state)
+    for found, want in zip(jax.tree.leaves(online), jax.tree.leaves(offline), strict=True):
+        np.testing.assert_allclose(found, want, rtol=1e-4, atol=1e-6)
+    assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(online))
+
+
+def test_the_online_form_refuses_a_nonlinear_plant():
+    from motorflow._plants import PointMass
+
+    rule = EProp(online=True)
+    assert rule.check_model("leaky", PointMass(), ()) is None
+    message = rule.check_model("leaky", object(), ())
+    assert message is not None and "point_mass" in message

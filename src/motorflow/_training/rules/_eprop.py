@@ -39,6 +39,7 @@ from ..._cells import LeakyCell
 from ..._config_base import Boolean, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, Probe, RolloutOptions
+from ..._plants import PointMass
 from ._base import AbstractLearningRule, Batch
 from ._eprop_gru import GRUWeights, gru_eligibility_gradient
 
@@ -133,6 +134,13 @@ class EProp(AbstractLearningRule):
         description="clip each eligibility trace's norm (per weight array and trial) to "
         "this (`null`: no clipping)",
     )
+    online: Boolean = Field(
+        False,
+        description="carry the plant's part of the credit forward: filter the traces "
+        "through the plant's impulse response during the trial (the causal form; the "
+        "same update as the offline one, exact for the linear point mass, refused for "
+        "the arms) instead of differentiating the plant after the rollout",
+    )
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"
     )
@@ -145,6 +153,15 @@ class EProp(AbstractLearningRule):
                 f"leaky) and the GRU, not a {cell} cell; use model.network.cell rnn, "
                 f"leaky or gru"
             )
+        if self.online and not isinstance(plant, PointMass):
+            return (
+                "e-prop's online form filters the traces through the plant's impulse "
+                "response, which is exact only for a linear plant (point_mass); the "
+                "arms are nonlinear: use online: false (the offline form "
+                "differentiates the plant after the rollout)"
+            )
+        if self.online and self.trace_clip is not None:
+            return "trace_clip is implemented for the offline form, not the online one"
         if cell == "gru" and self.trace_clip is not None:
             return "trace_clip is implemented for the tanh units' traces, not the GRU's"
         return None
@@ -168,10 +185,19 @@ class EProp(AbstractLearningRule):
         alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
         leading = (batch.trials.init_pos.shape[0], batch.task.n_steps)
         dtype = network.readout.weight.dtype
+        n_controls = network.readout.out_features
         probe = Probe(
-            output=jnp.zeros((*leading, network.readout.out_features), dtype),
+            output=jnp.zeros((*leading, n_controls), dtype),
             hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
         )
+        if self.online:
+            probe = Probe(
+                output=probe.output,
+                hidden=probe.hidden,
+                pos=jnp.zeros((*leading, 2), dtype),
+                vel=jnp.zeros((*leading, 2), dtype),
+                control=jnp.zeros((*leading, n_controls), dtype),
+            )
 
         def probed(probe):
             options = RolloutOptions(probe=probe)
@@ -179,6 +205,23 @@ class EProp(AbstractLearningRule):
 
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
         feedback = network.readout.weight.T if state is None else state["feedback"]
+        if self.online:
+            cell_gradient, readout_gradient = _online(
+                batch.model, unit, cell_kind, alpha, feedback, rollouts, signals
+            )
+            return (
+                *self._finish(
+                    params,
+                    cell_kind,
+                    cell_gradient,
+                    readout_gradient,
+                    total,
+                    terms,
+                    rollouts,
+                    states,
+                ),
+                state,
+            )
         learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
         if cell_kind == "gru":
             weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
@@ -199,16 +242,45 @@ class EProp(AbstractLearningRule):
             "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),
             "bias": jnp.sum(signals.output, axis=(0, 1)),
         }
+        return (
+            *self._finish(
+                params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+            ),
+            state,
+        )
+
+    def _finish(
+        self, params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+    ):
         found = {
-            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name)
-            for name in _NAMES[cell_kind]
+            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name) for name in _NAMES[cell_kind]
         } | {f"network.readout.{name}": value for name, value in readout_gradient.items()}
         gradient = _gradient_like(params, found)
         if self.replace_non_finite:
             gradient = jax.tree.map(
                 lambda g: jnp.where(jnp.isfinite(g), g, jnp.zeros_like(g)), gradient
             )
-        return (total, (terms, rollouts if states else None)), gradient, state
+        return (total, (terms, rollouts if states else None)), gradient
+
+
+def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals):
+    """The cell's and the readout's gradients by the online form
+    (:mod:`._eprop_online`), summed over the batch's trials."""
+    from ._eprop_online import gru_local, leaky_local, online_gradient, plant_matrices
+
+    if cell_kind == "gru":
+        weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+        local = gru_local()
+    else:
+        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+        local = leaky_local(alpha)
+    plant = plant_matrices(model)
+    state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+    cell_gradient, weight, bias = jax.vmap(
+        lambda x, h, s, u, e: online_gradient(weights, local, plant, feedback, x, h, s, u, e)
+    )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
+    cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), cell_gradient)
+    return cell_gradient, {"weight": jnp.sum(weight, axis=0), "bias": jnp.sum(bias, axis=0)}
 
 
 def _gradient_like(params: Any, found: dict[str, Array]) -> Any:
