@@ -64,9 +64,9 @@ def test_a_clipped_trace_never_exceeds_its_bound():
     np.testing.assert_allclose(np.linalg.norm(clipped.weight_in), 0.01, rtol=1e-5)
 
 
-def _trainer(cell: str, learning: dict):
+def _trainer(cell: str, learning: dict, **network):
     task = tiny_task()
-    model_config = tiny_model_config(cell=cell)
+    model_config = tiny_model_config(cell=cell, **network)
     config = tiny_train_config(n_replicates=1, learning=learning)
     ensemble = mf.make_ensemble(
         model_config, n_replicates=1, n_task_inputs=task.n_inputs, key=jax.random.key(3)
@@ -258,3 +258,34 @@ def test_the_online_form_refuses_a_nonlinear_plant():
     assert rule.check_model("leaky", PointMass(), ()) is None
     message = rule.check_model("leaky", object(), ())
     assert message is not None and "point_mass" in message
+
+
+@pytest.mark.parametrize("cell", ["leaky", "gru"])
+def test_the_feedback_path_makes_a_one_unit_network_exact(cell):
+    # One unit without recurrent weights: the feedback it sees reaches the loss only
+    # through its own state, so carrying the traces through the delayed feedback
+    # (``feedback_path``) leaves no path out and symmetric e-prop's gradient of the
+    # unit's weights is BPTT's; without it, it is not. Broken on purpose (the
+    # feedback's sensitivity read one step too late) the comparison fails.
+    task, config, ensemble = _trainer(cell, {"kind": "eprop"}, hidden_size=1)
+    path = {"leaky": "network.cell.rnn", "gru": "network.cell.gru"}[cell]
+    recurrent = {"leaky": "weight_rec", "gru": "weight_hh"}[cell]
+    get = attribute_getter(f"{path}.{recurrent}")
+    ensemble = eqx.tree_at(get, ensemble, jnp.zeros_like(get(ensemble)))
+    exact = _gradients(ensemble, task, config, BPTT())
+    found, cut = (
+        _gradients(
+            ensemble, task, config, EProp(feedback="symmetric", online=True, feedback_path=on)
+        )
+        for on in (True, False)
+    )
+    unit = attribute_getter(path)
+    for want, got, without in zip(
+        jax.tree.leaves(unit(exact)), jax.tree.leaves(unit(found)), jax.tree.leaves(unit(cut))
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-6)
+        assert np.any(np.asarray(got) != 0)
+    assert not all(
+        np.allclose(w, c, rtol=1e-3, atol=1e-6)
+        for w, c in zip(jax.tree.leaves(unit(exact)), jax.tree.leaves(unit(cut)))
+    )

@@ -141,6 +141,13 @@ class EProp(AbstractLearningRule):
         "same update as the offline one, exact for the linear point mass, refused for "
         "the arms) instead of differentiating the plant after the rollout",
     )
+    feedback_path: Boolean = Field(
+        False,
+        description="with `online`: also carry the traces through the delayed sensory "
+        "feedback, each unit's trace taking the estimated sensitivity of the position "
+        "and velocity it sees through its own feedback weights (an approximation of "
+        "the loop e-prop cuts)",
+    )
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"
     )
@@ -160,6 +167,8 @@ class EProp(AbstractLearningRule):
                 "arms are nonlinear: use online: false (the offline form "
                 "differentiates the plant after the rollout)"
             )
+        if self.feedback_path and not self.online:
+            return "feedback_path needs online: true (it carries the plant's sensitivities)"
         if self.online and self.trace_clip is not None:
             return "trace_clip is implemented for the offline form, not the online one"
         if cell == "gru" and self.trace_clip is not None:
@@ -207,7 +216,14 @@ class EProp(AbstractLearningRule):
         feedback = network.readout.weight.T if state is None else state["feedback"]
         if self.online:
             cell_gradient, readout_gradient = _online(
-                batch.model, unit, cell_kind, alpha, feedback, rollouts, signals
+                batch.model,
+                unit,
+                cell_kind,
+                alpha,
+                feedback,
+                rollouts,
+                signals,
+                feedback_path=self.feedback_path,
             )
             return (
                 *self._finish(
@@ -263,7 +279,7 @@ class EProp(AbstractLearningRule):
         return (total, (terms, rollouts if states else None)), gradient
 
 
-def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals):
+def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
     """The cell's and the readout's gradients by the online form
     (:mod:`._eprop_online`), summed over the batch's trials."""
     from ._eprop_online import gru_local, leaky_local, online_gradient, plant_matrices
@@ -275,9 +291,12 @@ def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals):
         weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
         local = leaky_local(alpha)
     plant = plant_matrices(model)
+    delay = model.feedback.delay if feedback_path else None
     state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
     cell_gradient, weight, bias = jax.vmap(
-        lambda x, h, s, u, e: online_gradient(weights, local, plant, feedback, x, h, s, u, e)
+        lambda x, h, s, u, e: online_gradient(
+            weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+        )
     )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
     cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), cell_gradient)
     return cell_gradient, {"weight": jnp.sum(weight, axis=0), "bias": jnp.sum(bias, axis=0)}

@@ -68,8 +68,9 @@ def plant_matrices(model: ClosedLoop) -> tuple[Array, Array, Array]:
     return transition, drive, observe
 
 
-# A cell's local step: (weights, input, state before) -> (decay, immediate derivatives),
-# and how a per-unit vector spreads over its weights.
+# A cell's local step: (weights, input, state before) -> (decay, immediate derivatives,
+# each unit's derivative with respect to the input), and how a per-unit vector
+# spreads over its weights.
 LocalStep = Callable[[object, Array, Array], tuple[object, object]]
 PerUnit = Callable[[Array], object]
 
@@ -81,7 +82,8 @@ def leaky_local(alpha: float) -> tuple[LocalStep, PerUnit]:
         pre = weights.weight_in @ x + weights.weight_rec @ h + weights.bias
         drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
         immediate = CellWeights(drive[:, None] * x[None, :], drive[:, None] * h[None, :], drive)
-        return per_unit(jnp.full_like(drive, 1.0 - alpha)), immediate
+        sensed = drive[:, None] * weights.weight_in  # dh'_j/dx: unit j's own row
+        return per_unit(jnp.full_like(drive, 1.0 - alpha)), immediate, sensed
 
     def per_unit(v):
         return CellWeights(v[:, None], v[:, None], v)
@@ -94,7 +96,8 @@ def gru_local() -> tuple[LocalStep, PerUnit]:
 
     def local(weights, x, h):
         _, keep, immediate = gru_step_traces(weights, x, h)
-        return per_unit(keep), immediate
+        sensed = jax.jacfwd(lambda x: gru_step_traces(weights, x, h)[0])(x)
+        return per_unit(keep), immediate, sensed
 
     def per_unit(v):
         v3 = jnp.tile(v, 3)
@@ -113,6 +116,8 @@ def online_gradient(
     state_error: Float[Array, "time 4"],
     control_error: Float[Array, "time control"],
     hidden_error: Float[Array, "time hidden"],
+    *,
+    feedback_delay: int | None = None,
 ):
     """One trial's ``(cell gradient, readout weight gradient, readout bias gradient)``
     by the online form, in one forward scan.
@@ -125,6 +130,10 @@ def online_gradient(
     - `state_error`, `control_error`, `hidden_error`: the loss's direct derivatives
       with respect to each step's recorded position and velocity, control and hidden
       state.
+    - `feedback_delay`: with d, also carry the traces through the sensory feedback
+      (the last 4 inputs: position and velocity of step ``t - d``): its estimated
+      sensitivity ``C S(t - d)`` enters each unit's trace through that unit's own
+      input weights (None: the feedback path is cut, as in e-prop).
     """
     local, per_unit = cell
     transition, drive, observe = plant
@@ -137,10 +146,20 @@ def online_gradient(
         return jax.tree.map(lambda s: jnp.tensordot(transition, s, axes=1), sensitivity)
 
     def step_(carry, xs):
-        traces, sensitivity, readout_sens, bias_sens, total = carry
+        traces, sensitivity, readout_sens, bias_sens, past, total = carry
         x, h_before, h, s_err, u_err, h_err = xs
         grad_state = observe.T @ s_err
-        decay, immediate = local(weights, x, h_before)
+        decay, immediate, sensed = local(weights, x, h_before)
+        if feedback_delay is not None:
+            # The observation's sensitivity now, queued; the network sees the one d
+            # steps old, through each unit's own feedback weights.
+            observed = jax.tree.map(lambda s: jnp.tensordot(observe, s, axes=1), sensitivity)
+            past = jax.tree.map(lambda q, o: jnp.concatenate([o[None], q[:-1]]), past, observed)
+            seen = jax.tree.map(lambda q: q[feedback_delay], past)
+            through = jax.vmap(per_unit, in_axes=1)(sensed[:, -seen_size:])
+            immediate = jax.tree.map(
+                lambda i, w, q: i + jnp.sum(w * q, axis=0), immediate, through, seen
+            )
         traces = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
         signal = per_unit(feedback @ u_err + h_err)
         cell_total, w_total, b_total = total
@@ -161,15 +180,19 @@ def online_gradient(
             jnp.tensordot(transition, readout_sens, axes=1) + drive[:, :, None] * h[None, None, :]
         )
         bias_sens = transition @ bias_sens + drive
-        return (traces, sensitivity, readout_sens, bias_sens, (cell_total, w_total, b_total)), None
+        totals = (cell_total, w_total, b_total)
+        return (traces, sensitivity, readout_sens, bias_sens, past, totals), None
 
     zeros = jax.tree.map(jnp.zeros_like, weights)
     dtype = hidden.dtype
+    seen_size = observe.shape[0]
+    queue = 0 if feedback_delay is None else feedback_delay + 1
     init = (
         zeros,
         jax.tree.map(lambda w: jnp.zeros((n_state, *w.shape), w.dtype), weights),
         jnp.zeros((n_state, n_controls, n_hidden), dtype),
         jnp.zeros((n_state, n_controls), dtype),
+        jax.tree.map(lambda w: jnp.zeros((queue, seen_size, *w.shape), w.dtype), weights),
         (zeros, jnp.zeros((n_controls, n_hidden), dtype), jnp.zeros(n_controls, dtype)),
     )
     xs = (network_input, previous, hidden, state_error, control_error, hidden_error)
