@@ -88,11 +88,10 @@ def eligibility_gradient(
     - `signal`: the learning signal ``L(t)`` per unit.
     - `trace_clip`: clip each trace's norm (per weight array) to this, if given.
     """
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:1]), hidden[:-1]])
 
     def step(carry, xs):
-        traces, total = carry
-        x, h_before, learning = xs
+        h_before, traces, total = carry
+        x, h, learning = xs
         pre = weights.weight_in @ x + weights.weight_rec @ h_before + weights.bias
         drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
         immediate = CellWeights(
@@ -108,10 +107,12 @@ def eligibility_gradient(
             weight_rec=total.weight_rec + learning[:, None] * traces.weight_rec,
             bias=total.bias + learning * traces.bias,
         )
-        return (traces, total), None
+        return (h, traces, total), None
 
+    # The state before each step is carried (no shifted copy of the trial's states).
     zeros = jax.tree.map(jnp.zeros_like, weights)
-    (_, total), _ = jax.lax.scan(step, (zeros, zeros), (network_input, previous, signal))
+    start = (jnp.zeros_like(hidden[0]), zeros, zeros)
+    (*_, total), _ = jax.lax.scan(step, start, (network_input, hidden, signal))
     return total
 
 

@@ -82,19 +82,19 @@ def gru_eligibility_gradient(
     `network_input` and `hidden` are the trial's input at each step and state after
     it (zero before the first step); `signal` the learning signal ``L(t)`` per unit.
     """
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:1]), hidden[:-1]])
 
     def step(carry, xs):
-        traces, total = carry
-        x, h_before, learning = xs
+        h_before, traces, total = carry
+        x, h, learning = xs
         _, keep, immediate = gru_step_traces(weights, x, h_before)
         keep3, learning3 = jnp.tile(keep, 3), jnp.tile(learning, 3)
         decay = GRUWeights(keep3[:, None], keep3[:, None], keep3, keep)
         signal_of = GRUWeights(learning3[:, None], learning3[:, None], learning3, learning)
         traces = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
         total = jax.tree.map(lambda g, s, e: g + s * e, total, signal_of, traces)
-        return (traces, total), None
+        return (h, traces, total), None
 
     zeros = jax.tree.map(jnp.zeros_like, weights)
-    (_, total), _ = jax.lax.scan(step, (zeros, zeros), (network_input, previous, signal))
+    start = (jnp.zeros_like(hidden[0]), zeros, zeros)
+    (*_, total), _ = jax.lax.scan(step, start, (network_input, hidden, signal))
     return total

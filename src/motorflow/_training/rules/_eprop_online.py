@@ -138,7 +138,6 @@ def online_gradient(
     local, per_unit = cell
     transition, drive, observe = plant
     to_state = drive @ feedback.T  # (state, hidden): where unit j's credit moves the plant
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:1]), hidden[:-1]])
     n_state = transition.shape[0]
     n_controls, n_hidden = feedback.shape[1], feedback.shape[0]
 
@@ -146,8 +145,8 @@ def online_gradient(
         return jax.tree.map(lambda s: jnp.tensordot(transition, s, axes=1), sensitivity)
 
     def step_(carry, xs):
-        traces, sensitivity, readout_sens, bias_sens, past, total = carry
-        x, h_before, h, s_err, u_err, h_err = xs
+        h_before, traces, sensitivity, readout_sens, bias_sens, past, total = carry
+        x, h, s_err, u_err, h_err = xs
         grad_state = observe.T @ s_err
         decay, immediate, sensed = local(weights, x, h_before)
         if feedback_delay is not None:
@@ -181,13 +180,15 @@ def online_gradient(
         )
         bias_sens = transition @ bias_sens + drive
         totals = (cell_total, w_total, b_total)
-        return (traces, sensitivity, readout_sens, bias_sens, past, totals), None
+        return (h, traces, sensitivity, readout_sens, bias_sens, past, totals), None
 
     zeros = jax.tree.map(jnp.zeros_like, weights)
     dtype = hidden.dtype
     seen_size = observe.shape[0]
     queue = 0 if feedback_delay is None else feedback_delay + 1
+    # The state before each step is carried (no shifted copy of the trial's states).
     init = (
+        jnp.zeros_like(hidden[0]),
         zeros,
         jax.tree.map(lambda w: jnp.zeros((n_state, *w.shape), w.dtype), weights),
         jnp.zeros((n_state, n_controls, n_hidden), dtype),
@@ -195,6 +196,6 @@ def online_gradient(
         jax.tree.map(lambda w: jnp.zeros((queue, seen_size, *w.shape), w.dtype), weights),
         (zeros, jnp.zeros((n_controls, n_hidden), dtype), jnp.zeros(n_controls, dtype)),
     )
-    xs = (network_input, previous, hidden, state_error, control_error, hidden_error)
+    xs = (network_input, hidden, state_error, control_error, hidden_error)
     (*_, total), _ = jax.lax.scan(step_, init, xs)
     return total
