@@ -289,3 +289,47 @@ def test_the_feedback_path_makes_a_one_unit_network_exact(cell):
         np.allclose(w, c, rtol=1e-3, atol=1e-6)
         for w, c in zip(jax.tree.leaves(unit(exact)), jax.tree.leaves(unit(cut)))
     )
+
+
+def test_the_trace_scans_working_memory_does_not_grow_with_the_trial():
+    # e-prop's point: its traces run forward with a fixed state, so the compiled
+    # scans need the same temporary memory for a trial 4 times as long. Broken on
+    # purpose (a shifted copy of the trial's hidden states, as the scans once made)
+    # the temporary bytes grow with the trial.
+    from motorflow._training.rules._eprop_online import (
+        leaky_local,
+        online_gradient,
+        plant_matrices,
+    )
+
+    model = mf.build_model(tiny_model_config(cell="leaky"), n_task_inputs=2, key=jax.random.key(1))
+    unit = model.network.cell.rnn
+    weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+    plant = plant_matrices(model)
+    feedback = model.network.readout.weight.T
+    n_in, n_hidden = unit.weight_in.shape[1], unit.weight_rec.shape[0]
+
+    def temporary_bytes(function, *shapes):
+        compiled = jax.jit(function).lower(*(jnp.ones(s) for s in shapes)).compile()
+        analysis = compiled.memory_analysis()
+        if analysis is None:
+            pytest.skip("this backend reports no memory analysis")
+        return analysis.temp_size_in_bytes
+
+    def offline(x, h, signal):
+        return eligibility_gradient(weights, 0.5, x, h, signal)
+
+    def online(x, h, s, u, signal):
+        local = leaky_local(0.5)
+        return online_gradient(
+            weights, local, plant, feedback, x, h, s, u, signal, feedback_delay=1
+        )
+
+    sizes = [
+        (
+            temporary_bytes(offline, (t, n_in), (t, n_hidden), (t, n_hidden)),
+            temporary_bytes(online, (t, n_in), (t, n_hidden), (t, 4), (t, 2), (t, n_hidden)),
+        )
+        for t in (10, 40)
+    ]
+    assert sizes[0] == sizes[1]
