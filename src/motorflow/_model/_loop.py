@@ -56,10 +56,18 @@ class Probe(eqx.Module):
     with respect to `hidden[t]` is the loss's direct dependence on the recorded
     hidden state (an activity penalty). The forward values are those of the plain
     rollout.
+
+    The optional `pos`, `vel` and `control` are added to those records only (not to
+    the plant's state nor to what it receives): the gradient with respect to them is
+    the loss's direct dependence on each step's recorded state and control, which
+    the online form of e-prop uses as its learning signal.
     """
 
     output: Float[Array, "time control"]
     hidden: Float[Array, "time hidden"]
+    pos: Float[Array, "time 2"] | None = None
+    vel: Float[Array, "time 2"] | None = None
+    control: Float[Array, "time control"] | None = None
 
 
 class RolloutOptions(eqx.Module):
@@ -225,10 +233,11 @@ class ClosedLoop(eqx.Module):
                 recorded_hidden = hidden + probed.hidden
             control = self.control(output)
             pos, vel = self.plant.effector(state)
+            recorded = _probed_records(probed, pos, vel, control)
             record = Rollout(
-                pos=pos,
-                vel=vel,
-                control=control,
+                pos=recorded[0],
+                vel=recorded[1],
+                control=recorded[2],
                 hidden=recorded_hidden,
                 output=output,
                 feedback=seen,
@@ -252,6 +261,14 @@ class ClosedLoop(eqx.Module):
 
     def _observe(self, state: PyTree) -> Float[Array, 4]:
         return jnp.concatenate(self.plant.effector(state))
+
+
+def _probed_records(probed: Probe | None, *records: Array) -> tuple[Array, ...]:
+    """The recorded position, velocity and control plus the probe's, where it has them."""
+    if probed is None:
+        return records
+    added = (probed.pos, probed.vel, probed.control)
+    return tuple(r if a is None else r + a for r, a in zip(records, added, strict=True))
 
 
 def _cut_gradient_at(cut: Bool[Array, ""], carry: PyTree) -> PyTree:

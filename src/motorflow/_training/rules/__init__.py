@@ -5,7 +5,9 @@ Each kind is a config block (``train.learning: {kind: ...}``):
 - ``bptt``: backpropagation through time over the whole rollout (the default);
 - ``truncated_bptt``: backpropagation through at most `window` steps;
 - ``eprop``: eligibility traces forward in time times a learning signal fed back
-  from the output error (Bellec et al. 2020), for the ``rnn`` and ``leaky`` cells;
+  from the output error (Bellec et al. 2020), for the ``rnn``, ``leaky`` and ``gru``
+  cells (the GRU's traces: ``_eprop_gru``), offline or in the online form that
+  filters the traces through a linear plant (``_eprop_online``);
 - ``rls``: recursive least squares on the readout toward the inverse dynamics of a
   minimum-jerk reach (FORCE's rule, Sussillo & Abbott 2009).
 

@@ -39,10 +39,17 @@ from ..._cells import LeakyCell
 from ..._config_base import Boolean, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, Probe, RolloutOptions
+from ..._plants import PointMass
 from ._base import AbstractLearningRule, Batch
+from ._eprop_gru import GRUWeights, gru_eligibility_gradient
 
-# Where each cell kind keeps its tanh unit's weights.
-_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn"}
+# Where each cell kind keeps the weights e-prop trains, and their names there.
+_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn", "gru": "network.cell.gru"}
+_NAMES = {
+    "rnn": ("weight_in", "weight_rec", "bias"),
+    "leaky": ("weight_in", "weight_rec", "bias"),
+    "gru": ("weight_ih", "weight_hh", "bias", "bias_n"),
+}
 
 
 class CellWeights(eqx.Module):
@@ -81,11 +88,10 @@ def eligibility_gradient(
     - `signal`: the learning signal ``L(t)`` per unit.
     - `trace_clip`: clip each trace's norm (per weight array) to this, if given.
     """
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:1]), hidden[:-1]])
 
     def step(carry, xs):
-        traces, total = carry
-        x, h_before, learning = xs
+        h_before, traces, total = carry
+        x, h, learning = xs
         pre = weights.weight_in @ x + weights.weight_rec @ h_before + weights.bias
         drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
         immediate = CellWeights(
@@ -101,15 +107,18 @@ def eligibility_gradient(
             weight_rec=total.weight_rec + learning[:, None] * traces.weight_rec,
             bias=total.bias + learning * traces.bias,
         )
-        return (traces, total), None
+        return (h, traces, total), None
 
+    # The state before each step is carried (no shifted copy of the trial's states).
     zeros = jax.tree.map(jnp.zeros_like, weights)
-    (_, total), _ = jax.lax.scan(step, (zeros, zeros), (network_input, previous, signal))
+    start = (jnp.zeros_like(hidden[0]), zeros, zeros)
+    (*_, total), _ = jax.lax.scan(step, start, (network_input, hidden, signal))
     return total
 
 
 class EProp(AbstractLearningRule):
-    """e-prop for the ``rnn`` and ``leaky`` cells (see :mod:`motorflow._training.rules._eprop`)."""
+    """e-prop for the ``rnn``, ``leaky`` and ``gru`` cells (see
+    :mod:`motorflow._training.rules._eprop` and :mod:`._eprop_gru`)."""
 
     kind: Literal["eprop"] = "eprop"
     feedback: Literal["random", "symmetric"] = Field(
@@ -126,6 +135,20 @@ class EProp(AbstractLearningRule):
         description="clip each eligibility trace's norm (per weight array and trial) to "
         "this (`null`: no clipping)",
     )
+    online: Boolean = Field(
+        False,
+        description="carry the plant's part of the credit forward: filter the traces "
+        "through the plant's impulse response during the trial (the causal form; the "
+        "same update as the offline one, exact for the linear point mass, refused for "
+        "the arms) instead of differentiating the plant after the rollout",
+    )
+    feedback_path: Boolean = Field(
+        False,
+        description="with `online`: also carry the traces through the delayed sensory "
+        "feedback, each unit's trace taking the estimated sensitivity of the position "
+        "and velocity it sees through its own feedback weights (an approximation of "
+        "the loop e-prop cuts)",
+    )
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"
     )
@@ -135,8 +158,22 @@ class EProp(AbstractLearningRule):
         if cell not in _UNIT:
             return (
                 f"e-prop's eligibility traces are derived for a tanh unit (cell rnn or "
-                f"leaky), not a {cell} cell; use model.network.cell rnn or leaky"
+                f"leaky) and the GRU, not a {cell} cell; use model.network.cell rnn, "
+                f"leaky or gru"
             )
+        if self.online and not isinstance(plant, PointMass):
+            return (
+                "e-prop's online form filters the traces through the plant's impulse "
+                "response, which is exact only for a linear plant (point_mass); the "
+                "arms are nonlinear: use online: false (the offline form "
+                "differentiates the plant after the rollout)"
+            )
+        if self.feedback_path and not self.online:
+            return "feedback_path needs online: true (it carries the plant's sensitivities)"
+        if self.online and self.trace_clip is not None:
+            return "trace_clip is implemented for the offline form, not the online one"
+        if cell == "gru" and self.trace_clip is not None:
+            return "trace_clip is implemented for the tanh units' traces, not the GRU's"
         return None
 
     def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> Any:
@@ -158,10 +195,19 @@ class EProp(AbstractLearningRule):
         alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
         leading = (batch.trials.init_pos.shape[0], batch.task.n_steps)
         dtype = network.readout.weight.dtype
+        n_controls = network.readout.out_features
         probe = Probe(
-            output=jnp.zeros((*leading, network.readout.out_features), dtype),
+            output=jnp.zeros((*leading, n_controls), dtype),
             hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
         )
+        if self.online:
+            probe = Probe(
+                output=probe.output,
+                hidden=probe.hidden,
+                pos=jnp.zeros((*leading, 2), dtype),
+                vel=jnp.zeros((*leading, 2), dtype),
+                control=jnp.zeros((*leading, n_controls), dtype),
+            )
 
         def probed(probe):
             options = RolloutOptions(probe=probe)
@@ -169,28 +215,92 @@ class EProp(AbstractLearningRule):
 
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
         feedback = network.readout.weight.T if state is None else state["feedback"]
-        learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
-        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
-        per_trial = jax.vmap(
-            lambda x, h, signal: eligibility_gradient(
-                weights, alpha, x, h, signal, trace_clip=self.trace_clip
+        if self.online:
+            cell_gradient, readout_gradient = _online(
+                batch.model,
+                unit,
+                cell_kind,
+                alpha,
+                feedback,
+                rollouts,
+                signals,
+                feedback_path=self.feedback_path,
             )
-        )(rollouts.network_input, rollouts.hidden, learning)
+            return (
+                *self._finish(
+                    params,
+                    cell_kind,
+                    cell_gradient,
+                    readout_gradient,
+                    total,
+                    terms,
+                    rollouts,
+                    states,
+                ),
+                state,
+            )
+        learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
+        if cell_kind == "gru":
+            weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+
+            def trial_gradient(x, h, signal):
+                return gru_eligibility_gradient(weights, x, h, signal)
+        else:
+            weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+
+            def trial_gradient(x, h, signal):
+                return eligibility_gradient(
+                    weights, alpha, x, h, signal, trace_clip=self.trace_clip
+                )
+
+        per_trial = jax.vmap(trial_gradient)(rollouts.network_input, rollouts.hidden, learning)
         cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
         readout_gradient = {
             "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),
             "bias": jnp.sum(signals.output, axis=(0, 1)),
         }
+        return (
+            *self._finish(
+                params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+            ),
+            state,
+        )
+
+    def _finish(
+        self, params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+    ):
         found = {
-            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name)
-            for name in ("weight_in", "weight_rec", "bias")
+            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name) for name in _NAMES[cell_kind]
         } | {f"network.readout.{name}": value for name, value in readout_gradient.items()}
         gradient = _gradient_like(params, found)
         if self.replace_non_finite:
             gradient = jax.tree.map(
                 lambda g: jnp.where(jnp.isfinite(g), g, jnp.zeros_like(g)), gradient
             )
-        return (total, (terms, rollouts if states else None)), gradient, state
+        return (total, (terms, rollouts if states else None)), gradient
+
+
+def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
+    """The cell's and the readout's gradients by the online form
+    (:mod:`._eprop_online`), summed over the batch's trials."""
+    from ._eprop_online import gru_local, leaky_local, online_gradient, plant_matrices
+
+    if cell_kind == "gru":
+        weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+        local = gru_local()
+    else:
+        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+        local = leaky_local(alpha)
+    plant = plant_matrices(model)
+    delay = model.feedback.delay if feedback_path else None
+    state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+    cell_gradient, weight, bias = jax.vmap(
+        lambda x, h, s, u, e: online_gradient(
+            weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+        )
+    )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
+    cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), cell_gradient)
+    return cell_gradient, {"weight": jnp.sum(weight, axis=0), "bias": jnp.sum(bias, axis=0)}
 
 
 def _gradient_like(params: Any, found: dict[str, Array]) -> Any:

@@ -1,0 +1,201 @@
+"""e-prop's online (causal) form: eligibility traces filtered through the plant.
+
+The offline form (:mod:`._eprop`) takes each step's learning signal ``dE/dy(t)``
+after the rollout, by differentiating the loss through the plant's later states. For
+a linear plant the same credit can be carried forward instead, as Bellec et al.
+(2020, Nature Communications 11:3625) carry the readout's leak by filtering each
+trace with the readout's own filter: with the plant ``s(t+1) = A s(t) + G y(t)``
+(the point mass: position and velocity are linear in past forces), the state's
+sensitivity to a weight of unit j, as e-prop estimates it, obeys
+
+    S(t+1) = A S(t) + sum_k G[:, k] B_jk e_ji(t)
+
+(``B`` the feedback: random, or the readout's transpose), and the gradient estimate is
+
+    sum_t  dE/ds(t) . S(t)  +  (B dE/du(t) + dE/dh(t))_j e_ji(t)
+
+with ``dE/ds(t)`` the loss's direct dependence on the recorded state at step t (the
+current position and velocity error: the loss terms are per-step functions of the
+state) and ``dE/du(t)`` on the control (effort). Unrolling ``S`` gives exactly the
+offline form's ``sum_t (B dE/dy(t))_j e_ji(t)``, since ``dE/dy(t) = dE/du(t) +
+G^T lambda(t+1)``, ``lambda(t) = dE/ds(t) + A^T lambda(t+1)``. The readout gets its
+exact gradient the same way (its filtered presynaptic activity).
+
+The scan carries the traces, the sensitivities (state size times the weights) and
+the running sum: nothing grows with the trial's length. ``A`` and ``G`` are the
+Jacobians of one plant step at rest, exact for the point mass; the arms are not
+linear, and the rule refuses them rather than give a silently different update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+from jaxtyping import Array, Float
+
+from ..._model._loop import ClosedLoop
+from ..._plants import step
+from ._eprop import CellWeights
+from ._eprop_gru import GRUWeights, gru_step_traces
+
+
+def plant_matrices(model: ClosedLoop) -> tuple[Array, Array, Array]:
+    """``(A, G, C)`` of one network step of the plant at rest: the flat state's
+    ``s(t+1) = A s(t) + G u(t)`` and the recorded position and velocity ``C s(t)``
+    (Jacobians, exact for a linear plant)."""
+    rest = jnp.zeros(2, model.network.readout.weight.dtype)
+    flat, unravel = ravel_pytree(model.plant.init(rest, rest))
+    n_controls = model.network.readout.out_features
+
+    def next_state(state, control):
+        new = step(
+            model.plant,
+            unravel(state),
+            control,
+            jnp.zeros_like(rest),
+            dt=model.dt,
+            method=model.method,
+            n_substeps=model.n_substeps,
+        )
+        return ravel_pytree(new)[0]
+
+    control = jnp.zeros(n_controls, flat.dtype)
+    transition, drive = jax.jacobian(next_state, argnums=(0, 1))(flat, control)
+    observe = jax.jacobian(lambda s: jnp.concatenate(model.plant.effector(unravel(s))))(flat)
+    return transition, drive, observe
+
+
+# A cell's local step: (weights, input, state before) -> (decay, immediate derivatives,
+# each unit's derivative with respect to the input), and how a per-unit vector
+# spreads over its weights.
+LocalStep = Callable[[object, Array, Array], tuple[object, object]]
+PerUnit = Callable[[Array], object]
+
+
+def leaky_local(alpha: float) -> tuple[LocalStep, PerUnit]:
+    """The tanh unit's trace step (:mod:`._eprop`): decay ``1 - a``."""
+
+    def local(weights, x, h):
+        pre = weights.weight_in @ x + weights.weight_rec @ h + weights.bias
+        drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
+        immediate = CellWeights(drive[:, None] * x[None, :], drive[:, None] * h[None, :], drive)
+        sensed = drive[:, None] * weights.weight_in  # dh'_j/dx: unit j's own row
+        return per_unit(jnp.full_like(drive, 1.0 - alpha)), immediate, sensed
+
+    def per_unit(v):
+        return CellWeights(v[:, None], v[:, None], v)
+
+    return local, per_unit
+
+
+def gru_local() -> tuple[LocalStep, PerUnit]:
+    """The GRU's trace step (:mod:`._eprop_gru`): decay ``u``."""
+
+    def local(weights, x, h):
+        _, keep, immediate = gru_step_traces(weights, x, h)
+        sensed = jax.jacfwd(lambda x: gru_step_traces(weights, x, h)[0])(x)
+        return per_unit(keep), immediate, sensed
+
+    def per_unit(v):
+        v3 = jnp.tile(v, 3)
+        return GRUWeights(v3[:, None], v3[:, None], v3, v)
+
+    return local, per_unit
+
+
+def online_gradient(
+    weights,
+    cell: tuple[LocalStep, PerUnit],
+    plant: tuple[Array, Array, Array],
+    feedback: Float[Array, "hidden control"],
+    network_input: Float[Array, "time input"],
+    hidden: Float[Array, "time hidden"],
+    state_error: Float[Array, "time 4"],
+    control_error: Float[Array, "time control"],
+    hidden_error: Float[Array, "time hidden"],
+    *,
+    feedback_delay: int | None = None,
+):
+    """One trial's ``(cell gradient, readout weight gradient, readout bias gradient)``
+    by the online form, in one forward scan.
+
+    - `weights`: the cell's weights (:class:`CellWeights` or :class:`GRUWeights`).
+    - `cell`: its local step (:func:`leaky_local`, :func:`gru_local`).
+    - `plant`: ``(A, G, C)`` (:func:`plant_matrices`).
+    - `feedback`: ``B`` (the readout's transpose for symmetric feedback).
+    - `network_input`, `hidden`: the input at each step and the state after it.
+    - `state_error`, `control_error`, `hidden_error`: the loss's direct derivatives
+      with respect to each step's recorded position and velocity, control and hidden
+      state.
+    - `feedback_delay`: with d, also carry the traces through the sensory feedback
+      (the last 4 inputs: position and velocity of step ``t - d``): its estimated
+      sensitivity ``C S(t - d)`` enters each unit's trace through that unit's own
+      input weights (None: the feedback path is cut, as in e-prop).
+    """
+    local, per_unit = cell
+    transition, drive, observe = plant
+    to_state = drive @ feedback.T  # (state, hidden): where unit j's credit moves the plant
+    n_state = transition.shape[0]
+    n_controls, n_hidden = feedback.shape[1], feedback.shape[0]
+
+    def filtered(sensitivity):
+        return jax.tree.map(lambda s: jnp.tensordot(transition, s, axes=1), sensitivity)
+
+    def step_(carry, xs):
+        h_before, traces, sensitivity, readout_sens, bias_sens, past, total = carry
+        x, h, s_err, u_err, h_err = xs
+        grad_state = observe.T @ s_err
+        decay, immediate, sensed = local(weights, x, h_before)
+        if feedback_delay is not None:
+            # The observation's sensitivity now, queued; the network sees the one d
+            # steps old, through each unit's own feedback weights.
+            observed = jax.tree.map(lambda s: jnp.tensordot(observe, s, axes=1), sensitivity)
+            past = jax.tree.map(lambda q, o: jnp.concatenate([o[None], q[:-1]]), past, observed)
+            seen = jax.tree.map(lambda q: q[feedback_delay], past)
+            through = jax.vmap(per_unit, in_axes=1)(sensed[:, -seen_size:])
+            immediate = jax.tree.map(
+                lambda i, w, q: i + jnp.sum(w * q, axis=0), immediate, through, seen
+            )
+        traces = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
+        signal = per_unit(feedback @ u_err + h_err)
+        cell_total, w_total, b_total = total
+        cell_total = jax.tree.map(
+            lambda g, s, sig, e: g + jnp.tensordot(grad_state, s, axes=1) + sig * e,
+            cell_total,
+            sensitivity,
+            signal,
+            traces,
+        )
+        w_total = w_total + jnp.tensordot(grad_state, readout_sens, axes=1) + jnp.outer(u_err, h)
+        b_total = b_total + grad_state @ bias_sens + u_err
+        injected = jax.vmap(per_unit)(to_state)
+        sensitivity = jax.tree.map(
+            lambda s, inj, e: s + inj * e[None], filtered(sensitivity), injected, traces
+        )
+        readout_sens = (
+            jnp.tensordot(transition, readout_sens, axes=1) + drive[:, :, None] * h[None, None, :]
+        )
+        bias_sens = transition @ bias_sens + drive
+        totals = (cell_total, w_total, b_total)
+        return (h, traces, sensitivity, readout_sens, bias_sens, past, totals), None
+
+    zeros = jax.tree.map(jnp.zeros_like, weights)
+    dtype = hidden.dtype
+    seen_size = observe.shape[0]
+    queue = 0 if feedback_delay is None else feedback_delay + 1
+    # The state before each step is carried (no shifted copy of the trial's states).
+    init = (
+        jnp.zeros_like(hidden[0]),
+        zeros,
+        jax.tree.map(lambda w: jnp.zeros((n_state, *w.shape), w.dtype), weights),
+        jnp.zeros((n_state, n_controls, n_hidden), dtype),
+        jnp.zeros((n_state, n_controls), dtype),
+        jax.tree.map(lambda w: jnp.zeros((queue, seen_size, *w.shape), w.dtype), weights),
+        (zeros, jnp.zeros((n_controls, n_hidden), dtype), jnp.zeros(n_controls, dtype)),
+    )
+    xs = (network_input, hidden, state_error, control_error, hidden_error)
+    (*_, total), _ = jax.lax.scan(step_, init, xs)
+    return total
