@@ -54,6 +54,16 @@ def test_truncated_bptt_with_the_whole_trial_as_window_is_aligned_with_bptt():
         np.testing.assert_allclose(value, 1.0, atol=1e-5, err_msg=name)
 
 
+def test_bptt_with_a_cut_path_is_measured_not_assumed_aligned():
+    # Only uncut backpropagation is aligned by definition; cutting the feedback path
+    # (or the recurrence) changes the gradient, and the trainer measures it.
+    # (At the initial parameters the feedback path carries little: 0.99999 here.)
+    for cut in ({"through_feedback": False}, {"recurrence": "leak"}):
+        found = _alignment({"kind": "bptt", **cut})
+        assert np.all(found[f"{CELL}.weight_rec"] < 1.0), cut
+    assert np.all(found[f"{CELL}.weight_rec"] < 0.99)
+
+
 def test_a_short_window_is_not():
     found = _alignment({"kind": "truncated_bptt", "window": 1})
     assert np.all(found[f"{CELL}.weight_rec"] < 0.999)

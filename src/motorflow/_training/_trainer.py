@@ -27,7 +27,7 @@ from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
 from ._trainable import learning_rates, trained_arrays
 from .constraints import Constraints
-from .rules import BPTT, Batch
+from .rules import Batch
 from .rules._base import backpropagated
 from .update_rules import UpdateRules
 
@@ -202,7 +202,7 @@ class Trainer:
         names = list(self.config.loss.terms)
         weights = jnp.asarray([term.weight for term in self.config.loss.terms.values()])
 
-        options = RolloutOptions(gradient_window=self.config.learning.gradient_window())
+        options = self.config.learning.backpropagation_options()
 
         def weighted(params):
             _, (terms, _) = self._replicate_loss(params, frozen, trials, key, options=options)
@@ -387,9 +387,11 @@ class Trainer:
         whole rollout (a rule that updates within the rollout hands it the segments'
         parts instead, each at newer parameters). NaN where either is zero (an array
         the rule sets itself, as RLS its readout). Backpropagation is aligned with
-        itself by definition: for ``bptt`` every cosine is 1, with no pass run.
+        itself by definition: for a rule whose update is BPTT's gradient (``bptt``
+        without cut paths, a window as long as the trial) every cosine is 1, with no
+        pass run.
         """
-        if type(self.learning_rule) is BPTT:
+        if self.learning_rule.is_backpropagation(self.task.n_steps):
             ones = jnp.ones(self.n_replicates, jnp.float32)
             return {name: ones for name in named_arrays(self.initial_params)}
         return self._alignment(params, learning_state, trials, key)

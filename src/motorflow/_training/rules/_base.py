@@ -83,6 +83,16 @@ class AbstractLearningRule(Block):
         """The steps a gradient flows back through the rollout (None: all of them)."""
         return None
 
+    def backpropagation_options(self) -> RolloutOptions:
+        """How the gradient of each loss term flows for the per-term gradient norms: the
+        rule's window (and, for backpropagation, the paths it cuts)."""
+        return RolloutOptions(gradient_window=self.gradient_window())
+
+    def is_backpropagation(self, n_steps: int) -> bool:
+        """Whether the update is exactly BPTT's gradient of an `n_steps` rollout (its
+        gradient alignment is then 1 by definition, and no pass measures it)."""
+        return False
+
     def segment_length(self) -> int | None:
         """Update the parameters after every this many steps of a rollout, within it
         (None: once per rollout, after it)."""

@@ -32,6 +32,12 @@ class _GradientPaths(AbstractLearningRule):
         "e-prop's eligibility traces",
     )
 
+    def backpropagation_options(self) -> RolloutOptions:
+        return self.rollout_options(self.gradient_window())
+
+    def _uncut(self) -> bool:
+        return self.through_feedback and self.recurrence == "full"
+
     def rollout_options(self, gradient_window: int | None = None) -> RolloutOptions:
         """The rollout options that give this rule's gradient paths."""
         return RolloutOptions(
@@ -45,6 +51,9 @@ class BPTT(_GradientPaths):
     """Backpropagation through the whole rollout."""
 
     kind: Literal["bptt"] = "bptt"
+
+    def is_backpropagation(self, n_steps: int) -> bool:
+        return self._uncut()
 
     def value_and_grad(self, batch, params, state, *, states: bool = False):
         options = self.rollout_options()
@@ -72,6 +81,10 @@ class TruncatedBPTT(_GradientPaths):
 
     def gradient_window(self) -> int:
         return self.window
+
+    def is_backpropagation(self, n_steps: int) -> bool:
+        # No cut falls inside the rollout, and the update comes after it.
+        return self._uncut() and self.window >= n_steps and self.update_every is None
 
     def segment_length(self) -> int | None:
         return self.update_every
