@@ -103,9 +103,7 @@ def corrective_outputs(
         (wanted_pos, wanted_vel), (_, wanted_acc) = jax.jvp(
             lambda t: jax.jvp(path, (t,), (jnp.ones_like(t),)), (time,), (jnp.ones_like(time),)
         )
-        acceleration = (
-            wanted_acc + stiffness * (wanted_pos - here) + damping * (wanted_vel - speed)
-        )
+        acceleration = wanted_acc + stiffness * (wanted_pos - here) + damping * (wanted_vel - speed)
 
         def local(t):
             # The path through the current state with that acceleration.
