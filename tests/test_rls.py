@@ -152,3 +152,49 @@ def test_corrective_target_brings_a_perturbed_effector_to_rest_on_the_goal(plant
         model, trial, n_steps, movement_time, corrective=False, **settings
     )
     assert np.linalg.norm(positions[-1] - goal) > 0.1
+
+
+def test_rls_with_the_corrective_target_fits_the_correction_at_the_visited_states():
+    """One update of a fresh readout on rollouts from perturbed starts is the ridge
+    solution toward the corrective target at the states the effector visited (not
+    the open-loop one). Broken on purpose (the rule regressing onto the open-loop
+    target), the comparison fails."""
+    from motorflow._training.rules import RLS, Batch
+
+    config = mf.ModelConfig.from_dict(
+        {
+            "dt": 0.05,
+            "plant": {"kind": "point_mass"},
+            "network": {"cell": "reservoir", "hidden_size": 20, "tau": 0.05},
+        }
+    )
+    model = mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))
+    keys = jax.random.split(jax.random.key(1), 3)
+    n_trials, n_steps = 3, 12
+    trials = Trials(
+        init_pos=jax.random.uniform(keys[0], (n_trials, 2), minval=-0.2, maxval=0.2),
+        init_vel=jax.random.normal(keys[1], (n_trials, 2)),
+        goal_pos=jax.random.uniform(keys[2], (n_trials, 2), minval=-0.5, maxval=0.5),
+    )
+    task_input = jnp.broadcast_to(trials.goal_pos[:, None], (n_trials, n_steps, 2))
+    rollouts = jax.vmap(lambda p, v, u: model.rollout(p, v, u, key=jax.random.key(2)))(
+        trials.init_pos, trials.init_vel, task_input
+    )
+    rule = RLS(target="corrective", stiffness=9.0, damping=6.0, regularization=0.5)
+    batch = Batch(loss=None, model=model, task=None, trials=trials)
+    updated, _ = rule.apply(batch, model, rule.init(model, key=None), rollouts)
+
+    targets = jax.vmap(
+        lambda trial, pos, vel: corrective_outputs(
+            model, trial, jnp.arange(n_steps), 0.5, pos, vel, stiffness=9.0, damping=6.0
+        )
+    )(trials, rollouts.pos, rollouts.vel)
+    hidden = np.asarray(rollouts.hidden).reshape(-1, 20)
+    features = np.concatenate([hidden, np.ones((len(hidden), 1))], axis=1)
+    start = np.concatenate([model.network.readout.weight.T, model.network.readout.bias[None]])
+    normal = features.T @ features + 0.5 * np.eye(21)
+    wanted = np.asarray(targets).reshape(-1, 2)
+    ridge = np.linalg.solve(normal, features.T @ wanted + 0.5 * start)
+    readout = updated.network.readout
+    got = np.concatenate([readout.weight.T, readout.bias[None]])
+    np.testing.assert_allclose(got, ridge, rtol=2e-3, atol=2e-3)
