@@ -50,7 +50,7 @@ if TYPE_CHECKING:
         summary_table,
     )
     from ._analysis._tuning import TuningAnalysis, directional_tuning
-    from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, VanillaCell
+    from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
     from ._config import (
         ConfigError,
         FeedbackConfig,
@@ -243,6 +243,7 @@ __all__ = [
     "PositionTerm",
     "PostureConfig",
     "ReachConfig",
+    "ReservoirCell",
     "Rollout",
     "RolloutOptions",
     "ScheduleConfig",

@@ -38,15 +38,48 @@ class NetworkConfig(Block):
 
     cell: Literal[tuple(CELLS)] = Field(
         "gru",
-        description="`gru`, `rnn` (vanilla tanh) or `leaky` (leaky tanh, time constant `tau`)",
+        description="`gru`, `rnn` (vanilla tanh), `leaky` (leaky tanh, time constant `tau`) "
+        "or `reservoir` (FORCE's sparse random rate network with gain `gain`, time "
+        "constant `tau`; Sussillo & Abbott 2009)",
     )
     hidden_size: PositiveInt = Field(50, description="hidden units")
     tau: PositiveNumber = Field(
-        0.1, description="time constant of the `leaky` cell in seconds (>= `dt`)"
+        0.1,
+        description="time constant of the `leaky` and `reservoir` cells in seconds (>= "
+        "the cell's step, `dt / substeps`)",
     )
     hidden_noise_std: NonNegativeNumber = Field(
         0.0, description="std of Gaussian noise added to the hidden state every step"
     )
+    substeps: PositiveInt = Field(
+        1,
+        description="cell updates per step of the loop, each seeing the same input: the "
+        "cell's own step is `dt / substeps` (FORCE integrates with a tenth of `tau`)",
+    )
+    gain: PositiveNumber = Field(
+        1.5,
+        description="`reservoir` only: gain g of the recurrent weights (chaotic above 1; "
+        "FORCE's 1.5)",
+    )
+    connectivity: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        0.1,
+        description="`reservoir` only: probability p that a recurrent weight is nonzero "
+        "(nonzero weights drawn from N(0, 1/(p hidden_size)); FORCE's 0.1)",
+    )
+    output_feedback: Boolean = Field(
+        False,
+        description="`reservoir` only: feed the readout's output back into the cell at "
+        "every sub-step through fixed U(-1, 1) weights (FORCE's feedback loop)",
+    )
+
+    @model_validator(mode="after")
+    def _feedback_needs_a_reservoir(self) -> NetworkConfig:
+        if self.output_feedback and self.cell != "reservoir":
+            raise ConfigError(
+                "network.output_feedback",
+                f"output feedback needs the reservoir cell, got cell {self.cell}",
+            )
+        return self
 
 
 class FeedbackConfig(Block):
@@ -83,10 +116,12 @@ class ModelConfig(Block):
 
     @model_validator(mode="after")
     def _leak_no_faster_than_a_step(self) -> ModelConfig:
-        if self.network.cell == "leaky" and self.network.tau < self.dt:
+        cell_step = self.dt / self.network.substeps
+        if self.network.cell in ("leaky", "reservoir") and self.network.tau < cell_step:
             raise ConfigError(
                 "network.tau",
-                f"the leaky cell needs tau >= dt ({self.dt}), got {self.network.tau}",
+                f"the {self.network.cell} cell needs tau >= dt / substeps ({cell_step:g}), "
+                f"got {self.network.tau}",
             )
         return self
 

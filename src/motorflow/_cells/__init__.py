@@ -1,4 +1,4 @@
-"""Recurrent cells: GRU, vanilla tanh RNN and leaky tanh RNN.
+"""Recurrent cells: GRU, vanilla tanh RNN, leaky tanh RNN and a FORCE reservoir.
 
 Each cell maps ``(input, hidden) -> hidden`` behind :class:`AbstractCell`, so the
 network can hold any of them; `CELLS` maps the config's names
@@ -9,10 +9,11 @@ tests (``python -m motorflow docs`` lists it in config/README.md).
 from ._base import AbstractCell
 from ._gru import GRUCell
 from ._leaky import LeakyCell
+from ._reservoir import ReservoirCell
 from ._vanilla import VanillaCell
 
 CELLS: dict[str, type[AbstractCell]] = {
-    cell.KIND: cell for cell in (GRUCell, VanillaCell, LeakyCell)
+    cell.KIND: cell for cell in (GRUCell, VanillaCell, LeakyCell, ReservoirCell)
 }
 
-__all__ = ["CELLS", "AbstractCell", "GRUCell", "LeakyCell", "VanillaCell"]
+__all__ = ["CELLS", "AbstractCell", "GRUCell", "LeakyCell", "ReservoirCell", "VanillaCell"]

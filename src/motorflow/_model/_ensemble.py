@@ -16,7 +16,19 @@ from ._network import Network
 
 def _cell(config: ModelConfig, input_size: int, key: PRNGKeyArray) -> AbstractCell:
     net = config.network
-    return CELLS[net.cell].build(input_size, net.hidden_size, dt=config.dt, tau=net.tau, key=key)
+    # The cell steps `substeps` times per step of the loop.
+    dt = config.dt / net.substeps
+    if net.cell == "reservoir":
+        return CELLS[net.cell].build(
+            input_size,
+            net.hidden_size,
+            dt=dt,
+            tau=net.tau,
+            key=key,
+            gain=net.gain,
+            connectivity=net.connectivity,
+        )
+    return CELLS[net.cell].build(input_size, net.hidden_size, dt=dt, tau=net.tau, key=key)
 
 
 def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -> ClosedLoop:
@@ -38,10 +50,22 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
         # example GRU policies initialise their output bias to -5 likewise.
         bias = jnp.full(plant.n_controls, -5.0, dtype=readout.bias.dtype)
         readout = eqx.tree_at(lambda linear: linear.bias, readout, bias)
+    output_feedback = None
+    if config.network.output_feedback:
+        # FORCE's feedback weights J^Gz ~ U(-1, 1) (Sussillo & Abbott 2009); their own
+        # key, folded from the model's, so that the other weights are drawn as without.
+        output_feedback = jax.random.uniform(
+            jax.random.fold_in(key, 1),
+            (config.network.hidden_size, plant.n_controls),
+            minval=-1.0,
+            maxval=1.0,
+        )
     network = Network(
         cell=cell,
         readout=readout,
         hidden_noise_std=float(config.network.hidden_noise_std),
+        n_substeps=config.network.substeps,
+        output_feedback=output_feedback,
     )
     return ClosedLoop(
         plant=plant,

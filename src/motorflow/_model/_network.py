@@ -17,11 +17,21 @@ class Network(eqx.Module):
     - `cell`: the recurrent cell.
     - `readout`: linear map from the hidden state to the plant's controls.
     - `hidden_noise_std`: std of Gaussian noise added to the hidden state each step.
+    - `n_substeps`: the cell's updates per step of the loop (the cell's own step is
+      the loop's `dt` divided by this), each seeing the same input; the output is
+      the readout of the last. Sussillo & Abbott (2009, Neuron 63:544) integrate
+      their network with a step of a tenth of its time constant.
+    - `output_feedback`: None, or weights ``[hidden, control]`` through which the
+      readout of the current hidden state drives the cell at every sub-step (FORCE's
+      ``J^Gz z``, Sussillo & Abbott 2009; the cell must take a `drive`, like
+      :class:`motorflow._cells.ReservoirCell`).
     """
 
     cell: AbstractCell
     readout: eqx.nn.Linear
     hidden_noise_std: float = eqx.field(static=True)
+    n_substeps: int = eqx.field(static=True, default=1)
+    output_feedback: Float[Array, "hidden control"] | None = None
 
     def __call__(
         self,
@@ -31,7 +41,11 @@ class Network(eqx.Module):
         key: PRNGKeyArray,
     ) -> tuple[Float[Array, " hidden"], Float[Array, " control"]]:
         """One step: returns the new hidden state and the output."""
-        hidden = self.cell(input, hidden)
+        for _ in range(self.n_substeps):
+            if self.output_feedback is None:
+                hidden = self.cell(input, hidden)
+            else:
+                hidden = self.cell(input, hidden, drive=self.output_feedback @ self.readout(hidden))
         if self.hidden_noise_std > 0:
             hidden = hidden + self.hidden_noise_std * jax.random.normal(key, hidden.shape)
         return hidden, self.readout(hidden)

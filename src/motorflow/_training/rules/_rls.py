@@ -8,7 +8,7 @@ initially ``regularization I``) is kept across batches, so after any number of
 samples the readout is the ridge solution
 ``argmin_W sum |W [h; 1] - y*|^2 + reg |W - W_0|^2``.
 The targets are :mod:`motorflow._training.rules._targets`' (the inverse dynamics of a
-minimum-jerk reach). Each batch's samples (every step of every trial) enter as one
+minimum-jerk reach, open-loop or corrected by the effector's current state). Each batch's samples (every step of every trial) enter as one
 block: without forgetting, the estimate after a set of samples is the same however
 they are split into blocks or ordered, and one block costs one Cholesky
 factorisation per batch. By default the update comes after the batch's rollouts;
@@ -31,7 +31,7 @@ from pydantic import Field
 
 from ..._config_base import PositiveInt, PositiveNumber
 from ._base import AbstractLearningRule
-from ._targets import target_outputs
+from ._targets import corrective_outputs, target_outputs
 
 Inputs = Float[Array, "sample features"]
 
@@ -74,6 +74,25 @@ class RLS(AbstractLearningRule):
         "it (`1`: FORCE's online form; `null`: once per rollout); at most the task's "
         "`n_steps`",
     )
+    target: Literal["open_loop", "corrective"] = Field(
+        "open_loop",
+        description="what the readout regresses onto: `open_loop`, the inverse dynamics of "
+        "the minimum-jerk reach from the trial's start (the same whatever the effector "
+        "does); `corrective`, that of the reach's acceleration corrected by the "
+        "effector's current position and velocity errors (computed-torque control: "
+        "`stiffness`, `damping`)",
+    )
+    stiffness: PositiveNumber = Field(
+        9.0,
+        description="`corrective` target: acceleration per metre of position error (1/s^2)",
+    )
+    damping: PositiveNumber = Field(
+        6.0,
+        description="`corrective` target: acceleration per m/s of velocity error (1/s; "
+        "2 sqrt(stiffness) is critical damping). The defaults keep a unit point mass "
+        "stable when the correction acts on a state 0.1 s old with 50 ms steps "
+        "(spectral radius 0.90), where stiffness 100 and damping 20 are not (1.25)",
+    )
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
@@ -109,9 +128,23 @@ class RLS(AbstractLearningRule):
     def apply(self, batch, model, state, rollouts):
         readout = model.network.readout
         steps = batch.first + jnp.arange(rollouts.hidden.shape[-2])
-        targets = jax.vmap(
-            lambda trial: target_outputs(batch.model, trial, steps, self.movement_time)
-        )(batch.trials)
+        if self.target == "corrective":
+            targets = jax.vmap(
+                lambda trial, pos, vel: corrective_outputs(
+                    batch.model,
+                    trial,
+                    steps,
+                    self.movement_time,
+                    pos,
+                    vel,
+                    stiffness=self.stiffness,
+                    damping=self.damping,
+                )
+            )(batch.trials, rollouts.pos, rollouts.vel)
+        else:
+            targets = jax.vmap(
+                lambda trial: target_outputs(batch.model, trial, steps, self.movement_time)
+            )(batch.trials)
         hidden = rollouts.hidden.reshape(-1, rollouts.hidden.shape[-1])
         features = jnp.concatenate([hidden, jnp.ones_like(hidden[:, :1])], axis=-1)
         weight = jnp.concatenate([readout.weight.T, readout.bias[None, :]], axis=0)

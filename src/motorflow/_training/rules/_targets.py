@@ -8,6 +8,14 @@ dynamics, found from the plant's own vector field. For a plant whose state
 derivative is affine in the control (a point mass: ``u = m a + b v``; a torque-driven
 arm: ``tau = M(q) q'' + C(q, q') q' + B q'``), the least-squares solution of
 ``f(x(t), u) = x'(t)`` for `u` is exact.
+
+That target is open-loop: it is the same whatever the effector does. The corrective
+target (:func:`corrective_outputs`) is the control of computed-torque control
+(inverse dynamics plus proportional-derivative feedback on the tracking error; e.g.
+Slotine & Li 1991, Applied Nonlinear Control, section 9.1): the inverse dynamics,
+at the effector's current state, of the path's acceleration corrected by the
+current position and velocity errors, which an effector that strays is pulled back
+by and that holds it on the goal after the reach.
 """
 
 from __future__ import annotations
@@ -62,3 +70,45 @@ def target_outputs(
         return minimum_jerk(trial.init_pos, trial.goal_pos, t, movement_time)
 
     return jax.vmap(lambda t: inverse_dynamics(model, path, t))(times.astype(trial.init_pos.dtype))
+
+
+def _reference(trial: Trials, steps, model: ClosedLoop, movement_time: float):
+    go_step = 0 if trial.go_step is None else trial.go_step
+    times = ((steps - go_step) * model.dt).astype(trial.init_pos.dtype)
+
+    def path(t):
+        return minimum_jerk(trial.init_pos, trial.goal_pos, t, movement_time)
+
+    return path, times
+
+
+def corrective_outputs(
+    model: ClosedLoop,
+    trial: Trials,
+    steps: Int[Array, " time"],
+    movement_time: float,
+    pos: Float[Array, "time 2"],
+    vel: Float[Array, "time 2"],
+    *,
+    stiffness: float,
+    damping: float,
+) -> Float[Array, "time control"]:
+    """One trial's corrective target output at each of `steps`, the effector being at
+    (`pos`, `vel`) there: the control that gives it the acceleration
+    ``a*(t) + stiffness (p*(t) - pos) + damping (v*(t) - vel)`` (``p*``, ``v*``, ``a*``
+    the minimum-jerk path's; see the module docstring)."""
+    path, times = _reference(trial, steps, model, movement_time)
+
+    def one(time, here, speed):
+        (wanted_pos, wanted_vel), (_, wanted_acc) = jax.jvp(
+            lambda t: jax.jvp(path, (t,), (jnp.ones_like(t),)), (time,), (jnp.ones_like(time),)
+        )
+        acceleration = wanted_acc + stiffness * (wanted_pos - here) + damping * (wanted_vel - speed)
+
+        def local(t):
+            # The path through the current state with that acceleration.
+            return here + speed * t + 0.5 * acceleration * t**2
+
+        return inverse_dynamics(model, local, jnp.zeros_like(time))
+
+    return jax.vmap(one)(times, pos.astype(times.dtype), vel.astype(times.dtype))
