@@ -120,9 +120,7 @@ def elsewhere_target(wildcards):
 # What may not follow results/ (or results/figures/) in the target of an unknown
 # experiment: an experiment's name, or a folder of results/. (A lookahead in a wildcard's
 # pattern sees the rest of the path, so the names are matched with the "/" after them.)
-NOT_AN_EXPERIMENT = "|".join(
-    map(re.escape, [*EXPERIMENTS, *mfp.RESERVED_NAMES])
-)
+NOT_AN_EXPERIMENT = "|".join(map(re.escape, [*EXPERIMENTS, *mfp.RESERVED_NAMES]))
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).
