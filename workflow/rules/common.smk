@@ -57,11 +57,13 @@ DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 PROTOCOLS = SETTINGS.protocols
 # Each config's outputs go to a folder of their own (the `results` key, else
 # results/<config file name>), so configs never replace or make stale each other's
-# results; a folder another config's run has written is refused before anything runs,
-# and a run (not a dry run) marks its folder as this config's.
+# results. A run (not a dry run) marks its folder with its config files; a folder
+# named after the file that another file's run has written (two config.yaml) is
+# refused before anything runs. One named by the `results` key is the user's choice.
 try:
     RESULTS = mfp.results_folder(SETTINGS.results, CONFIG_FILES)
-    mfp.check_results_owner(RESULTS, CONFIG_FILES)
+    if SETTINGS.results is None:  # a folder named on purpose may be shared
+        mfp.check_results_owner(RESULTS, CONFIG_FILES)
 except mf.ConfigError as error:
     raise WorkflowError(
         f"Invalid config: {error}\nNothing was run; fix the config and run again."

@@ -6,8 +6,9 @@ Each writes under its own folder, ``results/<file name without extension>/`` unl
 its top-level ``results`` key names another, so running one never replaces, nor makes
 stale, what another made, and two configs may reuse experiment names. The folder
 keeps a mark naming the config file(s) that write it (written when a run starts, not
-by a dry run); a run of other files into a marked folder (two ``config.yaml`` in
-different folders, say) is refused before anything runs.
+by a dry run); a run of other files into a marked folder named after them (two
+``config.yaml`` in different folders, say) is refused before anything runs. A folder
+the ``results`` key names is the user's choice, shared on purpose if two name it.
 """
 
 from __future__ import annotations
