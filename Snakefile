@@ -47,3 +47,12 @@ rule unknown_protocol:
         f"{RESULTS}/figures/protocol-{{protocol}}.{{ext}}",
     wildcard_constraints:
         protocol=rf"(?!(?:{'|'.join(map(re.escape, PROTOCOLS))})[.])[^/]+",
+
+
+rule elsewhere:
+    input:
+        elsewhere_target,
+    output:
+        f"{mfp.RESULTS_ROOT}/{{elsewhere}}",
+    wildcard_constraints:
+        elsewhere=OUTSIDE_RESULTS,

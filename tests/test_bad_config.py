@@ -406,7 +406,7 @@ CASES = {
     "experiment named like a results folder": (
         rename_experiment("figures"),
         "experiments.figures",
-        ["'figures'", "folder of results/"],
+        ["'figures'", "folder of the results folder"],
     ),
     "oversized sweep": (
         sweep({"seed": list(range(40)), "model.network.hidden_size": list(range(1, 41))}),

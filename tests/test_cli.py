@@ -230,9 +230,21 @@ def test_an_exported_replicate_loads_and_runs_as_that_replicate(results, capsys,
     assert not np.array_equal(alone.pos, noisy_rollouts(replicate, jax.random.key(4)).pos)
 
 
-def test_model_eqx_loads_with_plain_equinox_as_its_readme_says(results, capsys, tmp_path):
-    folder = tmp_path / "export"
-    assert run(capsys, "export", results / EXPERIMENT, folder, "--replicate", 1)[0] == 0
+def test_model_eqx_loads_with_plain_equinox_as_its_readme_says(
+    results, capsys, tmp_path, monkeypatch
+):
+    exported = tmp_path / "export"
+    assert run(capsys, "export", results / EXPERIMENT, exported, "--replicate", 1)[0] == 0
+    # The export is relocatable: moved into another folder, its README's lines still load it,
+    # run from the folder that holds it (as the README says); nothing in it names the
+    # folder it was written to.
+    folder = tmp_path / "moved" / "export"
+    folder.parent.mkdir()
+    exported.rename(folder)
+    # (Its README and records; orbax's own commit marker notes where it wrote.)
+    for path in [folder / "README.txt", *folder.glob("*.json")]:
+        assert str(tmp_path) not in path.read_text(), path
+    monkeypatch.chdir(folder.parent)
     readme = (folder / "README.txt").read_text()
     snippets = re.findall(r"((?:^    .*\n)+)", readme, flags=re.MULTILINE)
     assert len(snippets) == 2
@@ -247,6 +259,19 @@ def test_model_eqx_loads_with_plain_equinox_as_its_readme_says(results, capsys, 
     with_motorflow = {}
     exec(textwrap.dedent(snippets[0]), with_motorflow)
     assert eqx.tree_equal(with_motorflow["model"], plain["model"])
+
+
+def test_export_goes_into_the_results_folder_unless_told(results, capsys, tmp_path):
+    copy = tmp_path / "results" / "config"
+    shutil.copytree(results / EXPERIMENT, copy / EXPERIMENT)
+    code, out, _ = run(capsys, "export", copy / EXPERIMENT, "--replicate", 1, "--best")
+    folder = copy / "exports" / f"{EXPERIMENT}-replicate1-best"
+    assert code == 0 and str(folder) in out
+    assert mf.load_training_record(folder)["parameters"] == "best"
+    assert mf.load_training_record(folder)["exported_from"] == {
+        "experiment": f"../../{EXPERIMENT}",
+        "replicate": 1,
+    }
 
 
 def test_export_replaces_an_earlier_export_but_no_other_folder(results, capsys, tmp_path):
@@ -341,7 +366,7 @@ def test_check_passes_every_shipped_config_with_a_line_per_experiment(capsys, pa
     code, out, err = run(capsys, "check", path)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == f"{path}: OK"
+    assert lines[0] == f"{path}: OK; results go to results/{path.stem}/"
     experiments = mfp.resolve_experiments(mfp.load_config_file(path))
     assert len(lines) == 1 + len(experiments)
     for name, spec in mfp.load_config_file(path)["experiments"].items():

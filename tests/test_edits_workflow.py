@@ -72,6 +72,7 @@ BASE = {
         "conditions": {"unperturbed": [], "curl": [{"kind": "curl", "strength": [2.0, 6.0]}]}
     },
     "resources": {"train": {"threads": 1}},
+    "results": "results",  # where the tests read the outputs
 }
 
 # Experiment -> its override after the edit; each changes one setting.

@@ -45,6 +45,9 @@ TINY_CONFIG = {
     },
     "protocols": {"noise": {"stages": ["quiet", "noisy"]}},
     "figures": {"dpi": 40},
+    # The tests read the outputs where this names them (by default a config's
+    # results folder is results/<config file name>: tests/test_results_folders.py).
+    "results": "results",
 }
 
 

@@ -314,7 +314,7 @@ class TrainConfig(Block):
     tensorboard: Boolean = Field(
         False,
         description="also write TensorBoard event files to "
-        '`results/<experiment>/tensorboard/` (needs `pip install -e ".[tensorboard]"`); '
+        '`results/<config>/<experiment>/tensorboard/` (needs `pip install -e ".[tensorboard]"`); '
         "see TensorBoard",
     )
     snapshots: SnapshotConfig | None = Field(

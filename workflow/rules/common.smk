@@ -55,7 +55,25 @@ validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 PROTOCOLS = SETTINGS.protocols
-RESULTS = "results"
+# Each config's outputs go to a folder of their own (the `results` key, else
+# results/<config file name>), so configs never replace or make stale each other's
+# results. A run (not a dry run) marks its folder with its config files; a folder
+# named after the file that another file's run has written (two config.yaml) is
+# refused before anything runs. One named by the `results` key is the user's choice.
+try:
+    RESULTS = mfp.results_folder(SETTINGS.results, CONFIG_FILES)
+    if SETTINGS.results is None:  # a folder named on purpose may be shared
+        mfp.check_results_owner(RESULTS, CONFIG_FILES)
+except mf.ConfigError as error:
+    raise WorkflowError(
+        f"Invalid config: {error}\nNothing was run; fix the config and run again."
+    ) from None
+
+
+onstart:
+    mfp.mark_results_owner(RESULTS, CONFIG_FILES)
+
+
 FIGURES = config["figures"]
 EXT = FIGURES["format"]
 
@@ -82,12 +100,29 @@ def unknown_target(wildcards):
     )
 
 
+# A target under results/ but outside this config's folder (another config's, or
+# the layout before results folders): an error saying where this config writes.
+if RESULTS == mfp.RESULTS_ROOT:
+    OUTSIDE_RESULTS = "(?!)"
+elif RESULTS.startswith(f"{mfp.RESULTS_ROOT}/"):
+    OUTSIDE_RESULTS = rf"(?!{re.escape(RESULTS[len(mfp.RESULTS_ROOT) + 1:])}(?:/|$)).+"
+else:
+    OUTSIDE_RESULTS = ".+"
+
+
+def elsewhere_target(wildcards):
+    raise WorkflowError(
+        f"{mfp.RESULTS_ROOT}/{wildcards.elsewhere} is not where this config writes: its "
+        f"outputs are under {RESULTS}/ (each config has a results folder of its own; "
+        f"see the README's Results folders), e.g. {RESULTS}/{wildcards.elsewhere}. "
+        "Nothing was run."
+    )
+
+
 # What may not follow results/ (or results/figures/) in the target of an unknown
 # experiment: an experiment's name, or a folder of results/. (A lookahead in a wildcard's
 # pattern sees the rest of the path, so the names are matched with the "/" after them.)
-NOT_AN_EXPERIMENT = "|".join(
-    map(re.escape, [*EXPERIMENTS, "trials", "figures", "logs", "benchmarks"])
-)
+NOT_AN_EXPERIMENT = "|".join(map(re.escape, [*EXPERIMENTS, *mfp.RESERVED_NAMES]))
 
 
 # The settings each job depends on, one param per setting (see `setting_params`).

@@ -1,5 +1,5 @@
 rule train:
-    """Train one experiment's ensemble; resumes from results/{experiment}/checkpoints/.
+    """Train one experiment's ensemble; resumes from results/<config>/{experiment}/checkpoints/.
 
     The checkpoints are not an output: Snakemake deletes the outputs of failed jobs,
     and the resume state must survive a killed job.

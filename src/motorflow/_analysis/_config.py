@@ -38,7 +38,7 @@ AnalysisConfig = pydantic.create_model(
     "AnalysisConfig",
     __base__=_Analyses,
     __module__=__name__,
-    __doc__="Hidden-state analyses of every experiment (results/<experiment>/analysis.zarr).",
+    __doc__="Hidden-state analyses of every experiment (results/<config>/<experiment>/analysis.zarr).",
     **{name: (analysis, analysis()) for name, analysis in ANALYSES.items()},
     replicate=(
         NonNegativeInt,
@@ -48,7 +48,7 @@ AnalysisConfig = pydantic.create_model(
 
 
 class StatisticsConfig(Block):
-    """Intervals and contrasts across replicates (results/summary.csv and the figures)."""
+    """Intervals and contrasts across replicates (results/<config>/summary.csv and the figures)."""
 
     confidence: Annotated[PositiveNumber, Field(lt=1)] = Field(
         0.95,

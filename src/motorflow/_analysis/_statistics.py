@@ -355,7 +355,7 @@ def summarise(
 
 
 def summary_table(summary: xr.Dataset) -> pd.DataFrame:
-    """The summary in long format, one row per number, for ``results/summary.csv``.
+    """The summary in long format, one row per number, for ``results/<config>/summary.csv``.
 
     Rows: first each experiment's mean of each metric in each condition it has
     (statistic ``"mean"``, empty reference), then each contrast of an experiment with

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ._describe import describe_experiment
     from ._devices import claim_gpus, use_devices, visible_gpus
     from ._experiments import (
+        RESERVED_NAMES,
         Experiment,
         experiment_keys,
         resolve_experiment,
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
         rule_params,
         setting_param,
         train_job_experiment,
+    )
+    from ._results_folder import (
+        RESULTS_ROOT,
+        check_results_owner,
+        mark_results_owner,
+        results_folder,
     )
     from ._runtime import enable_compilation_cache, stage_logging
     from ._stages import (
@@ -77,6 +84,8 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__)
 
 __all__ = [
+    "RESERVED_NAMES",
+    "RESULTS_ROOT",
     "SETTING_PARAM_PREFIX",
     "CheckedConfig",
     "EvaluationConfig",
@@ -91,6 +100,7 @@ __all__ = [
     "center_out_dataset",
     "check_config",
     "check_name",
+    "check_results_owner",
     "claim_gpus",
     "code_version",
     "comparison_figure",
@@ -98,8 +108,8 @@ __all__ = [
     "describe_experiment",
     "enable_compilation_cache",
     "evaluate_experiment",
-    "evaluate_snapshots",
     "evaluate_job_settings",
+    "evaluate_snapshots",
     "experiment_figures",
     "experiment_keys",
     "flatten_settings",
@@ -110,6 +120,7 @@ __all__ = [
     "job_settings",
     "load_config_file",
     "make_trials",
+    "mark_results_owner",
     "note_workflow_command",
     "open_dataset",
     "parse_config",
@@ -123,6 +134,7 @@ __all__ = [
     "read_trials",
     "resolve_experiment",
     "resolve_experiments",
+    "results_folder",
     "rule_params",
     "setting_param",
     "stage_logging",

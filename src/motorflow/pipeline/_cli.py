@@ -3,8 +3,8 @@ print the schema.
 
 ``motorflow check CONFIG`` reads a config with motorflow's own safe loader (never
 evaluating anything) and runs every check the workflow runs before any job;
-``motorflow info results/<experiment>`` describes an experiment's settings, run and
-per-replicate results; ``motorflow export results/<experiment> --replicate i DIR``
+``motorflow info results/<config>/<experiment>`` describes an experiment's settings, run and
+per-replicate results; ``motorflow export results/<config>/<experiment> --replicate i DIR``
 writes one replicate as a model of its own; ``motorflow schema`` prints the
 workflow config's JSON Schema; ``motorflow docs`` regenerates config/README.md's key
 tables (``--check``: only say whether they are current). ``python -m motorflow`` is
@@ -57,12 +57,18 @@ def _parser() -> argparse.ArgumentParser:
     info = commands.add_parser(
         "info", help="describe a trained experiment: settings, run, each replicate's results"
     )
-    info.add_argument("experiment", help="the experiment's folder, results/<experiment>")
+    info.add_argument("experiment", help="the experiment's folder, results/<config>/<experiment>")
     export = commands.add_parser(
         "export", help="write one replicate as a model of its own (motorflow or plain equinox)"
     )
-    export.add_argument("experiment", help="the experiment's folder, results/<experiment>")
-    export.add_argument("folder", help="where to write the model (a new folder)")
+    export.add_argument("experiment", help="the experiment's folder, results/<config>/<experiment>")
+    export.add_argument(
+        "folder",
+        nargs="?",
+        default=None,
+        help="where to write the model, a new folder (default: exports/<experiment>-"
+        "replicate<I> in the experiment's results folder)",
+    )
     export.add_argument(
         "--replicate", type=int, required=True, metavar="I", help="which replicate, from 0"
     )
@@ -123,10 +129,15 @@ def check(paths: Sequence[str]) -> int:
     allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
     from .._config_base import ConfigError
     from ._check import check_config, read_config
+    from ._results_folder import check_results_owner, results_folder
 
     files = ", ".join(paths)
     try:
         checked = check_config(read_config(paths))
+        # Where a run from this directory would write, and that no other config has.
+        folder = results_folder(checked.settings.results, paths)
+        if checked.settings.results is None:  # a folder named on purpose may be shared
+            check_results_owner(folder, paths)
     except ConfigError as error:
         # A YAML problem names its file:line:column already; a key path gets the files.
         named = any(str(error).startswith(str(Path(path))) for path in paths)
@@ -141,7 +152,7 @@ def check(paths: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    print(f"{files}: OK")
+    print(f"{files}: OK; results go to {folder}/")
     for line in checked.summary():
         print(f"  {line}")
     return 0

@@ -50,15 +50,15 @@ def _digest(value: Any, length: int = 10) -> str:
     return json_digest(value)[:length]
 
 
-# Folders of results/ that are not experiments.
-RESERVED_NAMES = ("trials", "figures", "logs", "benchmarks")
+# Folders of a results folder that are not experiments.
+RESERVED_NAMES = ("trials", "figures", "logs", "benchmarks", "exports")
 
 
 def _check_experiment_name(name: str, path: str) -> None:
     if name in RESERVED_NAMES:
         raise ConfigError(
             path,
-            f"{name!r} is the name of a folder of results/ ({', '.join(RESERVED_NAMES)}); "
+            f"{name!r} is the name of a folder of the results folder ({', '.join(RESERVED_NAMES)}); "
             "give the experiment another name",
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import equinox as eqx
@@ -19,7 +20,8 @@ README = "README.txt"
 
 _README = """\
 Replicate {replicate} of the experiment {experiment} ({parameters} parameters), exported
-by motorflow {version}.
+by motorflow {version}. Paths here are relative: run this from the folder that holds
+{folder}/ (the export can be moved or copied anywhere).
 
 As a one-replicate motorflow ensemble (its leading replicate axis has size 1):
 
@@ -55,8 +57,23 @@ def _check_target(folder: Path) -> None:
         )
 
 
+EXPORTS = "exports"
+
+
+def default_export_folder(experiment: str | Path, replicate: int, *, best: bool = False) -> Path:
+    """Where an export goes unless told: ``exports/<experiment>-replicate<i>[-best]``
+    in the experiment's results folder."""
+    experiment = Path(experiment)
+    name = f"{experiment.name}-replicate{replicate}{'-best' if best else ''}"
+    return experiment.parent / EXPORTS / name
+
+
 def export_replicate(
-    experiment: str | Path, replicate: int, folder: str | Path, *, best: bool = False
+    experiment: str | Path,
+    replicate: int,
+    folder: str | Path | None = None,
+    *,
+    best: bool = False,
 ) -> Path:
     """Write replicate `replicate` of a trained experiment to `folder`, on its own.
 
@@ -69,15 +86,17 @@ def export_replicate(
 
     **Arguments:**
 
-    - `experiment`: the experiment's folder, ``results/<experiment>``.
+    - `experiment`: the experiment's folder, ``results/<config>/<experiment>``.
     - `replicate`: which replicate, from 0.
-    - `folder`: where to write it.
+    - `folder`: where to write it (None: :func:`default_export_folder`).
     - `best`: export the replicate at its lowest validation loss (``model_best``)
       rather than its final parameters.
 
     Returns the folder written.
     """
     experiment = experiment_folder(experiment)
+    if folder is None:
+        folder = default_export_folder(experiment, replicate, best=best)
     folder = Path(folder)
     parameters = "best" if best else "final"
     source = experiment / MODELS[parameters]
@@ -92,12 +111,14 @@ def export_replicate(
     _check_target(folder)
     model, one = _one_replicate(ensemble, replicate)
     record = load_training_record(source)
+    source_path = Path(os.path.relpath(experiment.absolute(), folder.absolute())).as_posix()
     training = {
         **{
             name: [values[replicate]] for name, values in record.items() if isinstance(values, list)
         },
         "parameters": record.get("parameters", parameters),
-        "exported_from": {"experiment": str(experiment.absolute()), "replicate": replicate},
+        # Relative to the export, so that the record names no machine's paths.
+        "exported_from": {"experiment": source_path, "replicate": replicate},
     }
     task = Task(TaskConfig.from_dict(experiment_settings(experiment)["task"], "task"))
     with atomic_directory(folder) as tmp:
@@ -106,10 +127,10 @@ def export_replicate(
         (tmp / README).write_text(
             _README.format(
                 replicate=replicate,
-                experiment=experiment,
+                experiment=f"{experiment.name} ({source_path} from here)",
                 parameters=parameters,
                 version=_version(),
-                folder=folder.absolute().as_posix(),
+                folder=folder.name,
                 model_file=MODEL_FILE,
             )
         )

@@ -1,4 +1,4 @@
-"""A trained experiment's folder (``results/<experiment>/``): find it, and describe it
+"""A trained experiment's folder (``results/<config>/<experiment>/``): find it, and describe it
 in a few readable lines (settings, run, each replicate's losses and metrics)."""
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def experiment_report(path: str | Path) -> str:
 
     **Arguments:**
 
-    - `path`: the experiment's folder, ``results/<experiment>``.
+    - `path`: the experiment's folder, ``results/<config>/<experiment>``.
     """
     path = experiment_folder(path)
     history = _read_history(path, FINAL_LOSS_VARIABLES)

@@ -34,6 +34,8 @@ from .._config_base import (
 from .._metrics import METRIC_UNITS
 from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
+from ._results_folder import FOLDER_PATTERN as RESULTS_FOLDER_PATTERN
+from ._results_folder import check_results_folder
 
 # The schema's patterns (JSON Schema's `$` ends the text); Python checks the whole
 # string with `re.fullmatch` (a Python `$` alone also matches before a final newline).
@@ -337,6 +339,19 @@ class WorkflowConfig(Block):
         False,
         description="also rerun training and evaluation when the motorflow library's source "
         "changes",
+    )
+    results: (
+        Annotated[
+            Text,
+            AfterValidator(check_results_folder),
+            WithJsonSchema({"type": "string", "pattern": f"^{RESULTS_FOLDER_PATTERN}/?$"}),
+        ]
+        | None
+    ) = Field(
+        None,
+        description="the folder this config's outputs go to, relative to the working "
+        "directory (`null`: `results/<config file name without extension>`, e.g. "
+        "`results/learning-rules` for config/learning-rules.yaml); see Results folders",
     )
     jax_cache_dir: Text = Field(
         ".jax_cache",
