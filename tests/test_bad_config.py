@@ -601,10 +601,13 @@ CASES = {
         "trainings.quick.gradient_norms",
         ["per-term norms", "learning.update_every"],
     ),
-    "e-prop for a GRU": (
-        at("trainings.quick.learning", {"kind": "eprop"}),
+    "e-prop for a reservoir": (
+        lambda c: (
+            at("models.small.network", {"cell": "reservoir", "hidden_size": 8})(c),
+            at("trainings.quick.learning", {"kind": "eprop"})(c),
+        ),
         "experiments.quiet.training.learning",
-        ["e-prop", "not a gru cell", "rnn or leaky"],
+        ["e-prop", "not a reservoir cell", "rnn, leaky or gru"],
     ),
     "an unknown e-prop feedback": (
         at("trainings.quick.learning", {"kind": "eprop", "feedback": "transposed"}),

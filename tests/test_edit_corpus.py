@@ -141,6 +141,22 @@ CORPUS = {
     "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),
     "model tau": (at("models.small.network.tau", 0.2), TRAIN),
     "model hidden noise": (at("models.small.network.hidden_noise_std", 0.02), TRAIN),
+    # FORCE's reservoir: its gain, sparsity, sub-steps and output fed back.
+    "reservoir network": (
+        at(
+            "models.small.network",
+            {
+                "cell": "reservoir",
+                "hidden_size": 8,
+                "tau": 0.1,
+                "gain": 1.2,
+                "connectivity": 0.5,
+                "substeps": 2,
+                "output_feedback": True,
+            },
+        ),
+        TRAIN,
+    ),
     "model feedback delay": (at("models.small.feedback.delay", 2), TRAIN),
     # noisy overrides the noise, so only quiet sees the block's value
     "model feedback noise": (at("models.small.feedback.noise_std", 0.05), {"train:quiet"}),

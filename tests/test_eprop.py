@@ -14,7 +14,7 @@ from motorflow._model._attribute_paths import attribute_getter
 from motorflow._model._ensemble import take_replicate
 from motorflow._model._loop import Probe
 from motorflow._training.rules import BPTT, EProp, eligibility_gradient
-from motorflow._training.rules._eprop import CellWeights
+from motorflow._training.rules._eprop import CellWeights, filtered_eligibility_gradient
 from motorflow._training.rules._eprop_gru import GRUWeights, gru_eligibility_gradient
 
 
@@ -333,3 +333,27 @@ def test_the_trace_scans_working_memory_does_not_grow_with_the_trial():
         for t in (10, 40)
     ]
     assert sizes[0] == sizes[1]
+
+
+def test_the_filtered_signal_gives_the_traces_sum_over_a_batch():
+    # The rule sums L(t) e(t) over a batch by filtering the learning signal backward in
+    # time instead of running the traces forward: the same sum. (Filtering with the
+    # leak off by one step, or forward in time, fails this.)
+    keys = jax.random.split(jax.random.key(11), 6)
+    hidden, n_in, n_trials, n_steps, alpha = 5, 3, 4, 9, 0.3
+    weights = CellWeights(
+        weight_in=jax.random.normal(keys[0], (hidden, n_in)),
+        weight_rec=0.5 * jax.random.normal(keys[1], (hidden, hidden)),
+        bias=0.1 * jax.random.normal(keys[2], (hidden,)),
+    )
+    network_input = jax.random.normal(keys[3], (n_trials, n_steps, n_in))
+    states = jnp.tanh(jax.random.normal(keys[4], (n_trials, n_steps, hidden)))
+    signal = jax.random.normal(keys[5], (n_trials, n_steps, hidden))
+    per_trial = jax.vmap(lambda x, h, s: eligibility_gradient(weights, alpha, x, h, s))(
+        network_input, states, signal
+    )
+    summed = filtered_eligibility_gradient(weights, alpha, network_input, states, signal)
+    for name in ("weight_in", "weight_rec", "bias"):
+        np.testing.assert_allclose(
+            getattr(summed, name), getattr(per_trial, name).sum(0), rtol=1e-5, atol=1e-6
+        )

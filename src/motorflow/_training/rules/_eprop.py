@@ -116,6 +116,43 @@ def eligibility_gradient(
     return total
 
 
+def filtered_eligibility_gradient(
+    weights: CellWeights,
+    alpha: float,
+    network_input: Float[Array, "trial time input"],
+    hidden: Float[Array, "trial time hidden"],
+    signal: Float[Array, "trial time hidden"],
+) -> CellWeights:
+    """:func:`eligibility_gradient` summed over a batch's trials, without traces.
+
+    A trace ``e_ji(t) = sum_{s<=t} (1 - a)^(t - s) d_j(s) z_i(s)`` (``d``: the unit's
+    drive ``a tanh'(v)``; ``z``: the presynaptic value) is linear in its history, so
+    ``sum_t L_j(t) e_ji(t) = sum_s d_j(s) Lbar_j(s) z_i(s)`` with the learning signal
+    filtered backward in time, ``Lbar(s) = L(s) + (1 - a) Lbar(s + 1)``: a scan over
+    (trial, hidden) vectors and three matrix products, where the traces' scan carries
+    a (hidden x (input + hidden + 1)) trace per trial (2-6 times BPTT's time on the
+    CPU; benchmarks/README.md). The same sum, rounded differently (about 1e-7
+    relative); exact only without trace clipping, which is not linear.
+    """
+    previous = jnp.concatenate([jnp.zeros_like(hidden[:, :1]), hidden[:, :-1]], axis=1)
+    pre = network_input @ weights.weight_in.T + previous @ weights.weight_rec.T + weights.bias
+    drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
+
+    def back(later, learning):
+        now = learning + (1.0 - alpha) * later
+        return now, now
+
+    _, filtered = jax.lax.scan(
+        back, jnp.zeros_like(signal[:, 0]), jnp.swapaxes(signal, 0, 1), reverse=True
+    )
+    credit = drive * jnp.swapaxes(filtered, 0, 1)  # (trial, time, hidden)
+    return CellWeights(
+        weight_in=jnp.einsum("nth,nti->hi", credit, network_input),
+        weight_rec=jnp.einsum("nth,nti->hi", credit, previous),
+        bias=jnp.sum(credit, axis=(0, 1)),
+    )
+
+
 class EProp(AbstractLearningRule):
     """e-prop for the ``rnn``, ``leaky`` and ``gru`` cells (see
     :mod:`motorflow._training.rules._eprop` and :mod:`._eprop_gru`)."""
@@ -253,8 +290,14 @@ class EProp(AbstractLearningRule):
                     weights, alpha, x, h, signal, trace_clip=self.trace_clip
                 )
 
-        per_trial = jax.vmap(trial_gradient)(rollouts.network_input, rollouts.hidden, learning)
-        cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
+        if cell_kind != "gru" and self.trace_clip is None:
+            # The same sum without traces (the traces' scan is the slow part).
+            cell_gradient = filtered_eligibility_gradient(
+                weights, alpha, rollouts.network_input, rollouts.hidden, learning
+            )
+        else:
+            per_trial = jax.vmap(trial_gradient)(rollouts.network_input, rollouts.hidden, learning)
+            cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
         readout_gradient = {
             "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),
             "bias": jnp.sum(signals.output, axis=(0, 1)),
