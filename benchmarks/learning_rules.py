@@ -19,7 +19,8 @@ for the rule's gradient of one replicate's batch alone, and on a GPU the device'
 peak bytes in use so far. ``--profile`` also times the parts of e-prop's gradient
 (the probe's backward pass, the per-trial trace scan) and the trace scan's exact
 rewrite as a reverse-time filter of the learning signal; ``--filtered-traces`` also
-runs each e-prop rule with that rewrite in place of its trace scan. Usage:
+runs each e-prop rule with that rewrite in place of its trace scan (the rule now uses
+the rewrite itself unless traces are clipped, so the two rows agree). Usage:
 
     python benchmarks/learning_rules.py [--repeats 5] [--windows 5 20]
     python benchmarks/learning_rules.py --lengths 60 240 960 [--rule bptt] \\
