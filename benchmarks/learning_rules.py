@@ -50,6 +50,7 @@ from training_controls import setup, timed
 from motorflow._model._ensemble import take_replicate
 from motorflow._model._loop import Probe, RolloutOptions
 from motorflow._training.rules import BPTT, EProp, eligibility_gradient
+from motorflow._training.rules._eprop import filtered_eligibility_gradient
 
 # replicates, trials per batch, steps, hidden units, batches per compiled call
 DEFAULT_SIZE = (5, 64, 60, 32, 20)
@@ -134,37 +135,6 @@ def rule_gradient(trainer):
     return jax.jit(gradient)
 
 
-def filtered_gradient(weights, alpha, network_input, hidden, signal):
-    """e-prop's ``sum_t L(t) e(t)`` for a batch of trials without per-step traces.
-
-    The trace ``e_ji(t) = sum_{s<=t} (1 - a)^(t - s) d_j(s) z_i(s)`` (d: the unit's
-    drive ``a tanh'(v)``, z: the presynaptic value) is linear in its history, so
-    ``sum_t L_j(t) e_ji(t) = sum_s d_j(s) Lbar_j(s) z_i(s)`` with the learning signal
-    filtered backward in time, ``Lbar(s) = L(s) + (1 - a) Lbar(s + 1)``: one scan over
-    (trial, hidden) vectors and three matmuls, instead of a scan carrying
-    (hidden x (input + hidden + 1)) traces per trial. Equals
-    :func:`eligibility_gradient` summed over trials when traces are not clipped
-    (Bellec et al. 2020 note the same equivalence of the offline form).
-    """
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:, :1]), hidden[:, :-1]], axis=1)
-    pre = network_input @ weights.weight_in.T + previous @ weights.weight_rec.T + weights.bias
-    drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
-
-    def back(later, learning):
-        now = learning + (1.0 - alpha) * later
-        return now, now
-
-    _, filtered = jax.lax.scan(
-        back, jnp.zeros_like(signal[:, 0]), jnp.swapaxes(signal, 0, 1), reverse=True
-    )
-    credit = drive * jnp.swapaxes(filtered, 0, 1)  # (trial, time, hidden)
-    return type(weights)(
-        weight_in=jnp.einsum("nth,nti->hi", credit, network_input),
-        weight_rec=jnp.einsum("nth,nti->hi", credit, previous),
-        bias=jnp.sum(credit, axis=(0, 1)),
-    )
-
-
 @contextlib.contextmanager
 def filtered_traces():
     """Within, `EProp` programs traced run :func:`filtered_gradient` per trial in place of
@@ -174,7 +144,9 @@ def filtered_traces():
     def per_trial(weights, alpha, network_input, hidden, signal, *, trace_clip=None):
         if trace_clip is not None:
             raise ValueError("the filtered rewrite is exact only without trace clipping")
-        return filtered_gradient(weights, alpha, network_input[None], hidden[None], signal[None])
+        return filtered_eligibility_gradient(
+            weights, alpha, network_input[None], hidden[None], signal[None]
+        )
 
     original = _eprop.eligibility_gradient
     _eprop.eligibility_gradient = per_trial
@@ -225,7 +197,7 @@ def eprop_parts(trainer, state, chunk) -> dict:
         )
         return jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
 
-    filtered = jax.jit(lambda x, h, s: filtered_gradient(weights, alpha, x, h, s))
+    filtered = jax.jit(lambda x, h, s: filtered_eligibility_gradient(weights, alpha, x, h, s))
     trace_args = (rollouts.network_input, rollouts.hidden, learning)
     return {
         "forward rollout (no gradient)": (forward, (params,)),

@@ -609,6 +609,16 @@ CASES = {
         "experiments.quiet.training.learning",
         ["e-prop", "not a reservoir cell", "rnn, leaky or gru"],
     ),
+    "results folder outside the project": (
+        at("results", "/tmp/elsewhere"),
+        "results",
+        ["is not a results folder", "relative path"],
+    ),
+    "results folder climbing out": (
+        at("results", "results/../../up"),
+        "results",
+        ["is not a results folder"],
+    ),
     "an unknown e-prop feedback": (
         at("trainings.quick.learning", {"kind": "eprop", "feedback": "transposed"}),
         "trainings.quick.learning.feedback",
