@@ -146,6 +146,11 @@ CASES = {
         ["'step'", "'warmup_cosine'"],
     ),
     "unknown figure format": (at("figures.format", "jpg"), "figures.format", ["'jpg'", "'png'"]),
+    "a dpi no figure can be drawn at": (
+        at("figures.dpi", 20000),
+        "figures.dpi",
+        ["20000", "<= 1200"],
+    ),
     "unknown task kind": (
         at("tasks.reach.kind", "track"),
         "tasks.reach.kind",

@@ -371,10 +371,13 @@ def test_check_passes_every_shipped_config_with_a_line_per_experiment(capsys, pa
     assert len(lines) == 1 + len(experiments)
     for name, spec in mfp.load_config_file(path)["experiments"].items():
         replicates = experiments[name].train.n_replicates
-        assert (
+        # Its blocks, then the preflight estimate: disk and both jobs' peak memory.
+        (line,) = [line for line in lines if line.startswith(f"  {name}: ")]
+        assert line.startswith(
             f"  {name}: task {spec['task']}, model {spec['model']}, "
-            f"training {spec['training']}, n_replicates {replicates}"
-        ) in lines
+            f"training {spec['training']}, n_replicates {replicates}; writes ~"
+        ), line
+        assert "train peak ~" in line and "evaluate peak ~" in line, line
 
 
 def test_check_gives_line_and_column_of_a_yaml_syntax_error(capsys, tmp_path):

@@ -69,6 +69,17 @@ def test_every_store_opens_as_the_readme_shows_without_a_warning(finished):
             assert xr.open_zarr(store).data_vars, store
 
 
+def test_the_preflight_estimate_is_near_the_measured_peaks(finished):
+    # Snakemake's benchmark files hold each job's measured peak (max_rss, MiB).
+    checked = mfp.check_config(mfp.read_config([finished / "config" / "config.yaml"]))
+    for item in mfp.estimate(checked.settings, checked.experiments):
+        for stage, estimated in (("train", item.train_memory), ("evaluate", item.evaluate_memory)):
+            lines = finished / "results" / "benchmarks" / stage / f"{item.experiment}.tsv"
+            header, row = lines.read_text().splitlines()[:2]
+            measured = float(dict(zip(header.split("\t"), row.split("\t")))["max_rss"]) * 2**20
+            assert 0.6 < estimated / measured < 1.6, (item.experiment, stage, estimated, measured)
+
+
 def test_full_run_writes_every_output_with_documented_dims(finished):
     results = finished / "results"
     for experiment in ("quiet", "noisy"):

@@ -1,6 +1,7 @@
 # Config validation, experiment expansion and the input/params functions of the rules.
 import re
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -24,7 +25,7 @@ if threading.current_thread() is threading.main_thread():
 # command line is a temporary script's). Passed through the environment, which the
 # jobs inherit, never as a param: params decide reruns, and another command line must
 # not make any job stale (motorflow.pipeline._invocation).
-mfp.note_workflow_command()
+STARTED_HERE = mfp.note_workflow_command()
 
 # The config files (--configfile, else the default) are read again by motorflow's
 # own loader, which refuses duplicate keys, aliases, tags and templating, and
@@ -64,6 +65,18 @@ try:
     RESULTS = mfp.results_folder(SETTINGS.results, CONFIG_FILES)
     if SETTINGS.results is None:  # a folder named on purpose may be shared
         mfp.check_results_owner(RESULTS, CONFIG_FILES)
+    # The preflight estimate, once per workflow (the dry run too; not in each job,
+    # which parses the workflow again while others write): a line per experiment,
+    # and a config that cannot fit this machine refused before any job starts.
+    if STARTED_HERE:
+        ESTIMATES, WARNINGS = mfp.preflight(SETTINGS, EXPERIMENTS, RESULTS)
+        print(
+            "motorflow estimate (disk written, peak memory of the train and evaluate jobs):",
+            *(f"  {estimate.line()}" for estimate in ESTIMATES),
+            *(f"  warning: {line}" for line in WARNINGS),
+            sep="\n",
+            file=sys.stderr,
+        )
 except mf.ConfigError as error:
     raise WorkflowError(
         f"Invalid config: {error}\nNothing was run; fix the config and run again."

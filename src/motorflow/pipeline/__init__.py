@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ._check import CheckedConfig, check_config, read_config
     from ._config_file import load_config_file
     from ._describe import describe_experiment
+    from ._estimate import Estimate, estimate, preflight
     from ._devices import claim_gpus, use_devices, visible_gpus
     from ._experiments import (
         RESERVED_NAMES,
@@ -88,6 +89,7 @@ __all__ = [
     "RESULTS_ROOT",
     "SETTING_PARAM_PREFIX",
     "CheckedConfig",
+    "Estimate",
     "EvaluationConfig",
     "Experiment",
     "StoreError",
@@ -107,6 +109,7 @@ __all__ = [
     "config_json_schema",
     "describe_experiment",
     "enable_compilation_cache",
+    "estimate",
     "evaluate_experiment",
     "evaluate_job_settings",
     "evaluate_snapshots",
@@ -126,6 +129,7 @@ __all__ = [
     "parse_config",
     "parse_run_settings",
     "parse_setting_params",
+    "preflight",
     "protocol_curve_stages",
     "protocol_figure",
     "read_center_out",

@@ -129,6 +129,7 @@ def check(paths: Sequence[str]) -> int:
     allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
     from .._config_base import ConfigError
     from ._check import check_config, read_config
+    from ._estimate import preflight
     from ._results_folder import check_results_owner, results_folder
 
     files = ", ".join(paths)
@@ -138,6 +139,7 @@ def check(paths: Sequence[str]) -> int:
         folder = results_folder(checked.settings.results, paths)
         if checked.settings.results is None:  # a folder named on purpose may be shared
             check_results_owner(folder, paths)
+        estimates, warnings = preflight(checked.settings, checked.experiments, folder)
     except ConfigError as error:
         # A YAML problem names its file:line:column already; a key path gets the files.
         named = any(str(error).startswith(str(Path(path))) for path in paths)
@@ -153,8 +155,11 @@ def check(paths: Sequence[str]) -> int:
         )
         return 2
     print(f"{files}: OK; results go to {folder}/")
-    for line in checked.summary():
-        print(f"  {line}")
+    # A line per experiment: its blocks, what it writes, its jobs' peak memory.
+    for line, estimate in zip(checked.summary(), estimates, strict=True):
+        print(f"  {line}; {estimate.sizes()}")
+    for line in warnings:
+        print(f"  warning: {line}")
     return 0
 
 

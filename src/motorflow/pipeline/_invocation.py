@@ -20,15 +20,20 @@ from .._training._run_record import command_line
 WORKFLOW_COMMAND = "MOTORFLOW_WORKFLOW_COMMAND"
 
 
-def note_workflow_command() -> None:
+def note_workflow_command() -> bool:
     """Note this process's command line (Snakemake's, when the workflow is parsed) as
-    the command that started the workflow, for the jobs it starts.
+    the command that started the workflow, for the jobs it starts; whether this process
+    is the one that started it (what runs once per workflow, such as the preflight
+    estimate, runs where this is true).
 
     A command noted already is kept: a job that Snakemake runs in a snakemake process
     of its own (on a cluster node) parses the workflow again under an internal command
     line, and inherits the user's from the process that submitted it.
     """
-    os.environ.setdefault(WORKFLOW_COMMAND, json.dumps(command_line()))
+    if WORKFLOW_COMMAND in os.environ:
+        return False
+    os.environ[WORKFLOW_COMMAND] = json.dumps(command_line())
+    return True
 
 
 def job_invocation(rule: str, wildcards: Mapping[str, str]) -> dict[str, Any]:

@@ -199,8 +199,10 @@ class FiguresConfig(Block):
     """Figure files: format, resolution and how many replicates to draw."""
 
     format: Literal["png", "pdf", "svg"] = Field("png", description="file format")
-    dpi: Annotated[PositiveInt, Field(ge=10)] = Field(
-        120, description="resolution of raster figures"
+    dpi: Annotated[PositiveInt, Field(ge=10, le=1200)] = Field(
+        120,
+        description="resolution of raster figures, in dots per inch: at most 1200 (print "
+        "quality is 300 to 600; a figure's memory grows with the square of its dpi)",
     )
     max_replicates: PositiveInt = Field(5, description="replicates drawn in the trajectory figure")
 

@@ -1,0 +1,389 @@
+"""The preflight estimate: what each experiment will write to disk and the peak
+memory of its train and evaluate jobs, computed from the config alone (array shapes
+traced with ``jax.eval_shape``, which starts no JAX backend), before any job runs.
+
+A config whose estimate cannot fit (more memory than the machine has and the job asks
+for, more disk than is free) is refused with the key that drives it, so Snakemake never
+deletes or reruns a complete result for a run that would fail on its size.
+
+The memory model is empirical: a JAX process's fixed footprint, plus what backpropagation
+through the rollout keeps per replicate, trial, step and unit, plus a multiple of the
+parameter count (parameters, gradients, optimizer moments, compiled constants), plus
+the trial specs held in host memory. Its constants were fitted on measured peaks
+(Snakemake benchmark files, ``max_rss``) of the train and evaluate jobs of configs from
+32 to 512 units, 50 to 400 steps, 2 to 8 replicates, 32 to 256 trials per batch and the
+three plants (benchmarks/README.md, "Preflight estimate"); the disk model counts
+float32 arrays, uncompressed (Zarr's compression only makes them smaller).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+
+from .._config_base import ConfigError
+from .._model._ensemble import make_ensemble
+from .._tasks import Task
+from ._experiment_checks import trial_spec_bytes
+
+if TYPE_CHECKING:
+    from ._experiments import Experiment
+    from ._workflow_config import WorkflowConfig
+
+FLOAT = 4  # bytes of a float32
+MB = 2**20
+
+# The fitted constants of the memory model (see the module docstring).
+TRAIN_BASE = 660 * MB  # a train job's Python, JAX and XLA before any array
+EVALUATE_BASE = 420 * MB
+# Floats kept for the backward pass per (replicate, trial, step): per hidden unit, and
+# per plant (the integrator's intermediate values: more for the arm's dynamics).
+TRAIN_FLOATS_PER_UNIT_STEP = 4
+TRAIN_FLOATS_PER_PLANT_STEP = {"point_mass": 150, "arm": 800, "muscle_arm": 1000}
+TRAIN_FLOATS_PER_PLANT_STEP_DEFAULT = 1000
+# Parameters, gradients, optimizer moments, checkpoint copies and compiled constants.
+TRAIN_FLOATS_PER_PARAMETER = 30
+EVALUATE_FLOATS_PER_PARAMETER = 4
+# The states are assembled once in the job and written (xarray and Zarr copy them).
+EVALUATE_COPIES_OF_STATES = 2
+# A checkpoint holds the parameters and the optimizer's state (Adam: two moments).
+CHECKPOINT_FLOATS_PER_PARAMETER = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class Estimate:
+    """One experiment's estimate, in bytes.
+
+    - `disk`: what its jobs write, by part (``trials``, ``checkpoints``, ``model``,
+      ``snapshots``, ``states``, ``analysis``).
+    - `train_memory`, `evaluate_memory`: the peak resident memory of its train and
+      evaluate jobs.
+    - `drivers`: for each of ``train_memory``, ``evaluate_memory`` and ``disk``, the
+      config key (path) whose value drives it most, and that value.
+    """
+
+    experiment: str
+    disk: dict[str, int]
+    train_memory: int
+    evaluate_memory: int
+    drivers: dict[str, tuple[str, int]]
+
+    @property
+    def total_disk(self) -> int:
+        return sum(self.disk.values())
+
+    def sizes(self) -> str:
+        """Its disk and both jobs' peak memory, in words."""
+        return (
+            f"writes ~{_size(self.total_disk)}, train peak ~{_size(self.train_memory)}, "
+            f"evaluate peak ~{_size(self.evaluate_memory)}"
+        )
+
+    def line(self) -> str:
+        """One line: the experiment and its sizes."""
+        return f"{self.experiment}: {self.sizes()}"
+
+
+def _size(n: float) -> str:
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= scale:
+            return f"{n / scale:,.1f} {unit}"
+    return f"{max(n, 0) / 2**10:,.0f} KiB"
+
+
+# Traced shapes by (model, replicates, inputs): a sweep's experiments mostly share them.
+_SHAPES: dict[tuple[str, int, int], tuple[int, int]] = {}
+
+
+def _shapes(experiment: Experiment, n_inputs: int) -> tuple[int, int]:
+    """The ensemble's parameter count and the floats the plant records per step
+    (traced, not built)."""
+    key = (
+        json.dumps(experiment.model.to_dict(), sort_keys=True, default=str),
+        experiment.train.n_replicates,
+        n_inputs,
+    )
+    if key not in _SHAPES:
+        _SHAPES[key] = _traced_shapes(experiment, n_inputs)
+    return _SHAPES[key]
+
+
+def _traced_shapes(experiment: Experiment, n_inputs: int) -> tuple[int, int]:
+    ensemble = eqx.filter_eval_shape(
+        make_ensemble,
+        experiment.model,
+        n_replicates=experiment.train.n_replicates,
+        n_task_inputs=n_inputs,
+        key=jax.eval_shape(lambda: jax.random.key(0)),
+    )
+    n_parameters = sum(
+        math.prod(leaf.shape)
+        for leaf in jax.tree.leaves(ensemble)
+        if isinstance(leaf, jax.ShapeDtypeStruct) and jnp.issubdtype(leaf.dtype, jnp.floating)
+    )
+    recorded = _recorded_floats(experiment)
+    return n_parameters, recorded
+
+
+def _recorded_floats(experiment: Experiment) -> int:
+    """Floats the plant records per trial and step beyond the hand's position and
+    velocity: its own variables (joint angles, muscle forces, ...) and the control."""
+
+    def record():
+        plant = experiment.model.plant.build()
+        state = plant.init(jnp.zeros(2), jnp.zeros(2))
+        return plant.record(state)
+
+    try:
+        recorded = eqx.filter_eval_shape(record)
+        plant = eqx.filter_eval_shape(experiment.model.plant.build)
+        n_actuators = len(plant.labels()["actuator"])
+    except Exception:  # noqa: BLE001 - an estimate must never stop a valid config
+        return 32
+    own = sum(math.prod(leaf.shape) for leaf in jax.tree.leaves(recorded))
+    # The control and the network's output, one each per actuator.
+    return own + 2 * n_actuators
+
+
+def _block_path(specs: Mapping, name: str, block: str, key: str) -> str:
+    """The config path of `key` (dotted) of the experiment's `block`: in its override
+    when that sets the key, else in the named block."""
+    path, spec = specs[name]
+    node = getattr(spec.override, block, None) or {}
+    for part in key.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            break
+        node = node[part]
+    else:
+        return f"{path}.override.{block}.{key}"
+    plural = {"task": "tasks", "model": "models", "training": "trainings"}[block]
+    return f"{plural}.{getattr(spec, block)}.{key}"
+
+
+def estimate_experiment(
+    name: str, experiment: Experiment, settings: WorkflowConfig, specs: Mapping
+) -> Estimate:
+    """The estimate of one experiment of `settings` (`specs`: each experiment's config
+    path and spec, from ``_experiment_specs``)."""
+    train, task, model = experiment.train, experiment.task, experiment.model
+    n_replicates, batch, steps = train.n_replicates, train.batch_size, task.n_steps
+    hidden = model.network.hidden_size
+    n_inputs = Task(task).n_inputs
+    n_parameters, recorded = _shapes(experiment, n_inputs)
+
+    # Trial specs: written once, then held in host memory while training.
+    sets = 1 if train.shared_trials else n_replicates
+    trials = sets * train.n_batches * batch * trial_spec_bytes(task)
+    plant_floats = TRAIN_FLOATS_PER_PLANT_STEP.get(
+        model.plant.kind, TRAIN_FLOATS_PER_PLANT_STEP_DEFAULT
+    )
+    rollout = n_replicates * batch * steps * FLOAT
+    train_memory = (
+        TRAIN_BASE
+        + rollout * (TRAIN_FLOATS_PER_UNIT_STEP * hidden + plant_floats)
+        + TRAIN_FLOATS_PER_PARAMETER * FLOAT * n_parameters
+        + trials
+    )
+
+    evaluation = settings.evaluation
+    n_conditions = max(len(evaluation.conditions), 1)
+    n_trials = task.eval.n_directions * len(task.eval.distances)
+    state_floats = 4 + hidden + recorded  # pos, vel, hidden units, plant records
+    states = n_replicates * n_conditions * n_trials * steps * state_floats * FLOAT
+    evaluate_memory = (
+        EVALUATE_BASE
+        + EVALUATE_COPIES_OF_STATES * states
+        + EVALUATE_FLOATS_PER_PARAMETER * FLOAT * n_parameters
+    )
+
+    parameters = n_parameters * FLOAT
+    n_snapshots = (
+        len(train.snapshots.batches.batches(train.n_batches)) + 1 if train.snapshots else 0
+    )
+    snapshot_trials = (
+        batch * trial_spec_bytes(task) if train.snapshots and train.snapshots.trials else 0
+    )
+    pca = settings.analysis.pca.n_components
+    disk = {
+        "trials": trials,
+        "checkpoints": (train.keep_checkpoints + 1) * CHECKPOINT_FLOATS_PER_PARAMETER * parameters,
+        # The final and the best model, each with the optimizer's state.
+        "model": 2 * CHECKPOINT_FLOATS_PER_PARAMETER * parameters,
+        "snapshots": n_snapshots * (parameters + snapshot_trials),
+        "states": states,
+        "analysis": n_replicates * n_conditions * n_trials * steps * pca * FLOAT,
+    }
+
+    def driver(candidates: dict[str, tuple[str, int, int]]) -> tuple[str, int]:
+        # The key whose value is furthest above its default drives the size.
+        path, value, _ = max(candidates.values(), key=lambda c: c[1] / max(c[2], 1))
+        return path, value
+
+    common = {
+        "n_replicates": (_block_path(specs, name, "training", "n_replicates"), n_replicates, 5),
+        "n_steps": (_block_path(specs, name, "task", "n_steps"), steps, 100),
+        "hidden_size": (_block_path(specs, name, "model", "network.hidden_size"), hidden, 100),
+    }
+    drivers = {
+        "train_memory": driver(
+            {
+                **common,
+                "batch_size": (_block_path(specs, name, "training", "batch_size"), batch, 250),
+                "n_batches": (
+                    _block_path(specs, name, "training", "n_batches"),
+                    train.n_batches,
+                    1000,
+                ),
+            }
+        ),
+        "evaluate_memory": driver(
+            {
+                **common,
+                "n_directions": (
+                    _block_path(specs, name, "task", "eval.n_directions"),
+                    n_trials,
+                    8,
+                ),
+                "conditions": ("evaluation.conditions", n_conditions, 4),
+            }
+        ),
+    }
+    largest = max(disk, key=disk.get)
+    drivers["disk"] = {
+        "trials": drivers["train_memory"],
+        "checkpoints": common["hidden_size"][:2],
+        "model": common["hidden_size"][:2],
+        "snapshots": (f"{_block_path(specs, name, 'training', 'snapshots')}", n_snapshots),
+        "states": drivers["evaluate_memory"],
+        "analysis": drivers["evaluate_memory"],
+    }[largest]
+    return Estimate(name, disk, int(train_memory), int(evaluate_memory), drivers)
+
+
+def estimate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> list[Estimate]:
+    """Every experiment's estimate, in the config's order."""
+    from ._experiments import _experiment_specs
+
+    specs = _experiment_specs(settings)
+    return [
+        estimate_experiment(name, experiment, settings, specs)
+        for name, experiment in experiments.items()
+    ]
+
+
+def machine_memory() -> int:
+    """Bytes of memory of this machine (or of its container's limit, when lower)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(limit).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            total = min(total, int(text))
+    return total
+
+
+def free_disk(folder: str | Path) -> int:
+    """Free bytes on the file system that holds `folder` (or its nearest existing parent)."""
+    path = Path(folder).absolute()
+    while not path.exists():
+        path = path.parent
+    return shutil.disk_usage(path).free
+
+
+def folder_size(folder: str | Path) -> int:
+    """Bytes of the files under `folder` (0 when it does not exist)."""
+    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
+
+
+def check_fits(
+    estimates: list[Estimate],
+    settings: WorkflowConfig,
+    *,
+    memory: int,
+    disk_free: int,
+    rewritten: int = 0,
+) -> None:
+    """Raise a :class:`ConfigError` naming the key that drives the first estimate that
+    cannot fit: a job's peak above both the `memory` of this machine and the memory the
+    job asks for (``resources.<stage>.mem_mb``), or the whole config's disk above
+    `disk_free` plus the `rewritten` bytes of a previous run that its jobs replace."""
+    for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
+        asked = getattr(settings.resources, stage).mem_mb * 10**6
+        allowed = max(memory, asked)
+        for item in estimates:
+            need = getattr(item, attribute)
+            if need > allowed:
+                path, value = item.drivers[attribute]
+                raise ConfigError(
+                    path,
+                    f"with this value ({value:,}) the {stage} job of experiment "
+                    f"{item.experiment!r} would need about {_size(need)} of memory, more "
+                    f"than this machine has ({_size(memory)}) and than "
+                    f"resources.{stage}.mem_mb asks for ({_size(asked)}); make it smaller, "
+                    f"or run where the memory is and raise resources.{stage}.mem_mb",
+                )
+    total = sum(item.total_disk for item in estimates)
+    if total > disk_free + rewritten:
+        item = max(estimates, key=lambda e: e.total_disk)
+        path, value = item.drivers["disk"]
+        raise ConfigError(
+            path,
+            f"with this value ({value:,}) the config would write about {_size(total)} "
+            f"(experiment {item.experiment!r} alone {_size(item.total_disk)}), but only "
+            f"{_size(disk_free)} is free there; make it smaller or free some disk",
+        )
+
+
+def warnings(estimates: list[Estimate], settings: WorkflowConfig) -> list[str]:
+    """A line per job whose estimated peak is above the memory it asks for (SLURM would
+    kill it; a local run goes on)."""
+    lines = []
+    for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
+        asked = getattr(settings.resources, stage).mem_mb * 10**6
+        lines += [
+            f"{item.experiment}: the {stage} job may need ~{_size(getattr(item, attribute))}, "
+            f"more than resources.{stage}.mem_mb ({_size(asked)}): raise it for SLURM"
+            for item in estimates
+            if getattr(item, attribute) > asked
+        ]
+    return lines
+
+
+__all__ = [
+    "Estimate",
+    "check_fits",
+    "estimate",
+    "folder_size",
+    "free_disk",
+    "machine_memory",
+    "preflight",
+]
+
+
+def preflight(
+    settings: WorkflowConfig, experiments: Mapping[str, Experiment], results: str | Path
+) -> tuple[list[Estimate], list[str]]:
+    """Each experiment's estimate and the warnings (see :func:`warnings`) for a run that
+    writes to the `results` folder; raises a :class:`ConfigError` naming the key that
+    drives an estimate this machine cannot hold (see :func:`check_fits`)."""
+    estimates = estimate(settings, experiments)
+    check_fits(
+        estimates,
+        settings,
+        memory=machine_memory(),
+        disk_free=free_disk(results),
+        rewritten=folder_size(results),
+    )
+    return estimates, warnings(estimates, settings)
