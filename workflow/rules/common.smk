@@ -85,6 +85,19 @@ except mf.ConfigError as error:
 
 onstart:
     mfp.mark_results_owner(RESULTS, CONFIG_FILES)
+    # The files as the last successful run left them, hard-linked aside: a job that
+    # fails after Snakemake deleted its old outputs costs nothing of them
+    # (motorflow.pipeline._last_complete).
+    mfp.keep_last_complete(RESULTS)
+
+
+onsuccess:
+    mfp.drop_last_complete(RESULTS)
+
+
+onerror:
+    if (kept := mfp.last_complete_message(RESULTS)) is not None:
+        print(kept, file=sys.stderr)
 
 
 FIGURES = config["figures"]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         resolve_experiments,
     )
     from ._invocation import job_invocation, note_workflow_command
+    from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
     from ._job_settings import (
         SETTING_PARAM_PREFIX,
         evaluate_job_settings,
@@ -108,6 +109,7 @@ __all__ = [
     "comparison_figure",
     "config_json_schema",
     "describe_experiment",
+    "drop_last_complete",
     "enable_compilation_cache",
     "estimate",
     "evaluate_experiment",
@@ -121,6 +123,8 @@ __all__ = [
     "job_invocation",
     "job_run_settings",
     "job_settings",
+    "keep_last_complete",
+    "last_complete_message",
     "load_config_file",
     "make_trials",
     "mark_results_owner",
