@@ -3,7 +3,7 @@
 Snakemake deletes a job's old outputs when the job starts, so a run that fails midway
 (a diverging training, a job killed for memory) would leave less than the run before
 it. So when a run starts, the results folder's files are hard-linked (no copy, no extra
-disk) into ``<results>/.last-complete/``; a job never writes into an old file (each
+disk; the small logs and benchmark tables are copied) into ``<results>/.last-complete/``; a job never writes into an old file (each
 output is written to a new file and renamed into place), so those links keep the old
 contents whatever the run deletes or rewrites. When the run succeeds the folder is
 removed; when it fails it stays, and the next run keeps it until one succeeds: it
@@ -25,6 +25,9 @@ from ._results_folder import OWNER_MARK
 LAST_COMPLETE = ".last-complete"
 # Folders whose files are written in place (or are not outputs of a run).
 NOT_KEPT = frozenset({"checkpoints", "tensorboard", "exports"})
+# Folders of small files that Snakemake itself may write in place (a job's log and
+# benchmark table): copied, not linked.
+COPIED = frozenset({"logs", "benchmarks"})
 
 
 def _kept_files(results: Path):
@@ -43,6 +46,16 @@ def _kept_files(results: Path):
                 yield here / name
 
 
+def _link_or_copy(path: Path, target: Path, *, copy: bool) -> None:
+    if not copy:
+        try:
+            os.link(path, target)
+            return
+        except OSError:  # a file system without hard links: a copy then
+            pass
+    shutil.copy2(path, target)
+
+
 def keep_last_complete(results: str | Path) -> Path | None:
     """Link the files of `results` into its ``.last-complete/`` folder, unless that
     holds a complete run's files already (a run since then failed); returns the folder,
@@ -57,10 +70,7 @@ def keep_last_complete(results: str | Path) -> Path | None:
     for path in _kept_files(results):
         target = partial / path.relative_to(results)
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:  # a file system without hard links: a copy then
-            shutil.copy2(path, target)
+        _link_or_copy(path, target, copy=path.relative_to(results).parts[0] in COPIED)
         count += 1
     if not count:
         shutil.rmtree(partial, ignore_errors=True)
