@@ -160,3 +160,34 @@ def test_every_member_key_is_documented_with_its_default(family, kind):
             table |= rows(f"{family}.{parent.model_fields['kind'].default}")
     settings = {k: v for k, v in settings.items() if k != "kind" and k not in required}
     check_documented(settings, table, f"{family}.{kind}")
+
+
+# Keys whose bounds the typed config enforces, and the words their rows must hold.
+BOUNDED_ROWS = {
+    "figures.dpi": "[≥ 10; ≤ 1200]",
+    "eval.n_directions": "[≥ 1; ≤ 3600]",
+    "eval.distances": "[at least 1 item; at most 100 items; each > 0]",
+    "max_isometric_force": "[exactly 6 items; each > 0]",
+    "probability": "[≥ 0; ≤ 1]",
+    "optimizer.clip_global_norm": "[> 0]",  # an `X | None` value
+}
+
+
+@pytest.mark.parametrize(("key", "words"), BOUNDED_ROWS.items())
+def test_each_row_says_the_bounds_the_config_enforces(key, words):
+    text = (REPO / "config" / "README.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith(f"| `{key}` |")]
+    assert rows and all(row.endswith(f"{words} |") for row in rows), rows
+
+
+def test_a_value_beyond_a_documented_bound_is_refused():
+    # The documented bound is the enforced one: 1200 passes, 1201 is refused.
+    config = {
+        "tasks": {"reach": {}},
+        "models": {"m": {}},
+        "trainings": {"t": {}},
+        "experiments": {"e": {"task": "reach", "model": "m", "training": "t"}},
+    }
+    mfp.parse_config({**config, "figures": {"dpi": 1200}})
+    with pytest.raises(mf.ConfigError, match="figures.dpi"):
+        mfp.parse_config({**config, "figures": {"dpi": 1201}})

@@ -31,7 +31,7 @@ TOO_LARGE = {
     ),
     "steps": (at("tasks.reach.n_steps", 100_000_000), "tasks.reach.n_steps"),
     "trials per batch": (
-        at("trainings.quick.batch_size", 1_000_000),
+        at("trainings.quick.batch_size", 5_000_000),
         "trainings.quick.batch_size",
     ),
     "replicates": (

@@ -17,11 +17,13 @@ only says whether the file is current (the tests check the same).
 from __future__ import annotations
 
 import re
+import types
 import typing
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
+import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
@@ -110,6 +112,70 @@ def meaning(text: str | None, choices: list[str] = (), drawn: bool = False) -> s
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+# A constraint's words, and the attribute holding its bound.
+_BOUNDS = {
+    annotated_types.Gt: ("> {}", "gt"),
+    annotated_types.Ge: ("≥ {}", "ge"),
+    annotated_types.Lt: ("< {}", "lt"),
+    annotated_types.Le: ("≤ {}", "le"),
+    annotated_types.MinLen: ("at least {} item(s)", "min_length"),
+    annotated_types.MaxLen: ("at most {} items", "max_length"),
+}
+
+
+def _metadata(annotation: Any) -> list[Any]:
+    found = []
+    for item in getattr(annotation, "__metadata__", ()):
+        found += item.metadata if isinstance(item, FieldInfo) else [item]
+    return found
+
+
+def _words(constraints: list[Any]) -> list[str]:
+    """The tightest lower and upper bound (and lengths) among `constraints`, in words."""
+    tightest: dict[str, tuple[float, str]] = {}
+    for constraint in constraints:
+        for kind, (text, attribute) in _BOUNDS.items():
+            if not isinstance(constraint, kind):
+                continue
+            value = getattr(constraint, attribute)
+            side = {"gt": "low", "ge": "low", "lt": "high", "le": "high"}.get(attribute, attribute)
+            # Of two bounds on a side the stricter wins (> 0 beside ≥ 10: ≥ 10).
+            rank = (value, attribute in ("gt", "lt"))
+            if side in ("low", "min_length") and (side not in tightest or rank > tightest[side][0]):
+                tightest[side] = (rank, text.format(f"{value:g}"))
+            if side in ("high", "max_length") and (
+                side not in tightest or (value, attribute == "le") < tightest[side][0]
+            ):
+                tightest[side] = ((value, attribute == "le"), text.format(f"{value:g}"))
+    order = ("low", "high", "min_length", "max_length")
+    return [tightest[side][1] for side in order if side in tightest]
+
+
+def bounds(field: FieldInfo) -> str:
+    """The allowed range of a value as the typed config enforces it, appended to its
+    meaning: `` [> 0, ≤ 1]``, for a list its length and each item's (`` [at most 32
+    items; each > 0]``); empty where it has none."""
+    own, each = list(field.metadata), []
+    for arm in typing.get_args(field.annotation):
+        if typing.get_origin(field.annotation) in (typing.Union, types.UnionType):
+            own += _metadata(arm)  # an arm of `X | None`: the value's own bounds
+            arms = typing.get_args(arm) if typing.get_origin(arm) in (tuple, list) else ()
+            each += [m for inner in arms for m in _metadata(inner)]
+        else:
+            each += _metadata(arm)  # an item of a list or tuple
+    words = _words(own)
+    if "at least 1 item(s)" in words and "at most 1 items" in words:
+        words = [w for w in words if "item" not in w] + ["exactly 1 item"]
+    low = next((w for w in words if w.startswith("at least")), None)
+    high = next((w for w in words if w.startswith("at most")), None)
+    if low and high and low.split()[2] == high.split()[2]:
+        words = [w for w in words if w not in (low, high)] + [f"exactly {low.split()[2]} items"]
+    if each_words := _words(each):
+        words.append("each " + ", ".join(each_words))
+    text = "; ".join(words).replace(" 1 item(s)", " 1 item").replace("item(s)", "items")
+    return f" [{text}]" if words else ""
+
+
 def _family_of(value: Any) -> tuple[str, Mapping[str, type[Block]]] | None:
     for name, (members, base) in FAMILIES.items():
         if isinstance(value, base) and type(value) in members.values():
@@ -140,7 +206,7 @@ def block_rows(cls: type[Block], defaults: Any = None, prefix: str = "") -> Iter
         else:
             drawn = name in getattr(cls, "DRAWN", ())
             text = meaning(field.description, _choices(field.annotation), drawn)
-            yield key, _default(field, value), text
+            yield key, _default(field, value), text + bounds(field)
 
 
 def own_fields(member: type[Block], members: Mapping[str, type[Block]], base: type[Block]):
