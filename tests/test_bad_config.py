@@ -758,6 +758,21 @@ CASES = {
         "experiments.quiet.training.learning.update_every",
         ["update_every (16 steps)", "n_steps (15)", "at most n_steps, or null"],
     ),
+    "a truncation window longer than the trial": (
+        at("trainings.quick.learning", {"kind": "truncated_bptt", "window": 16}),
+        "experiments.quiet.training.learning.window",
+        ["window (16 steps)", "n_steps (15)", "truncates nothing"],
+    ),
+    "a jPCA window that ends before it starts": (
+        at("analysis.jpca", {"start": 0.5, "stop": 0.1}),
+        "analysis.jpca.stop",
+        ["is 0.1 s", "not after start (0.5 s)"],
+    ),
+    "a jPCA window beyond the trial": (
+        at("analysis.jpca", {"start": 0.7}),
+        "analysis.jpca.start",
+        ["fewer than 3 steps", "'quiet'", "0.75 s long"],
+    ),
     "more principal components than units": (
         at("analysis.pca", {"n_components": 9}),
         "analysis.pca.n_components",
@@ -790,8 +805,9 @@ def test_settings_at_their_cross_field_bounds_resolve():
     config = tiny_config()
     quick = config["trainings"]["quick"]  # n_batches 20; the task's n_steps 15
     quick["optimizer"] = {"schedule": {"kind": "warmup_cosine", "warmup_steps": 20}}
-    quick["learning"] = {"kind": "truncated_bptt", "update_every": 15}
-    config["analysis"] = {"pca": {"n_components": 8}}  # hidden_size 8
+    quick["learning"] = {"kind": "truncated_bptt", "update_every": 15, "window": 15}
+    config["analysis"] = {"jpca": {"start": 0.6}}  # 3 steps of a 0.75-s trial
+    config["analysis"]["pca"] = {"n_components": 8}  # hidden_size 8
     config["experiments"]["noisy"].update(init_from="quiet", reset_optimizer=False)
     experiments = mfp.resolve_experiments(config)
     assert experiments["quiet"].train.learning.segment_length() == 15

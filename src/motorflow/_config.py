@@ -414,7 +414,16 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
 
 
 def check_training_fits_task(train: TrainConfig, task: TaskConfig, path: str = "") -> None:
-    """Updates within a rollout (`learning.update_every`) come within the task's trials."""
+    """Updates within a rollout (`learning.update_every`) come within the task's trials,
+    and a truncation window (`learning.window`) is no longer than they are."""
+    window = getattr(train.learning, "window", None)
+    if window is not None and window > task.n_steps:
+        raise ConfigError(
+            f"{path}.training.learning.window" if path else "training.learning.window",
+            f"window ({window} steps) is longer than the task's n_steps ({task.n_steps}), "
+            "so it truncates nothing; set it to at most n_steps (n_steps itself is "
+            "backpropagation through the whole trial)",
+        )
     every = train.learning.segment_length()
     if every is not None and every > task.n_steps:
         raise ConfigError(

@@ -209,7 +209,9 @@ class JPCAAnalysis(AbstractAnalysis):
     )
     start: NonNegativeNumber = Field(0.0, description="the window's first time (s) in the trial")
     stop: NonNegativeNumber | None = Field(
-        None, description="the window's last time (s) in the trial (none: its end)"
+        None,
+        description="the window's last time (s) in the trial (none: its end); after `start`, "
+        "and the window must hold at least 3 steps of every experiment's trials",
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

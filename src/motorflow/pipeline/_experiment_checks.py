@@ -211,3 +211,26 @@ def check_pca_components(settings: WorkflowConfig, experiments: Mapping[str, Exp
                 "a PCA has at most as many components as units; lower n_components to "
                 f"{units} or below, or give the model more units",
             )
+
+
+def check_jpca_window(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    """jPCA's window (`analysis.jpca.start` to `stop`) holds at least 3 steps of every
+    experiment's trials: its fit needs successive states."""
+    jpca = settings.analysis.jpca
+    if jpca.stop is not None and jpca.stop <= jpca.start:
+        raise ConfigError(
+            "analysis.jpca.stop",
+            f"is {jpca.stop:g} s, not after start ({jpca.start:g} s); the window runs from "
+            "start to stop: make stop later than start, or null for the trial's end",
+        )
+    for name, experiment in experiments.items():
+        dt = experiment.model.dt
+        end = experiment.task.n_steps * dt
+        stop = end if jpca.stop is None else min(jpca.stop, end)
+        if (stop - jpca.start) / dt < 3 - 1e-9:
+            raise ConfigError(
+                "analysis.jpca.start",
+                f"the window from {jpca.start:g} s to {stop:g} s holds fewer than 3 steps of "
+                f"experiment {name!r}'s trials ({end:g} s long, dt {dt:g}); make it start "
+                "earlier or end later",
+            )

@@ -31,6 +31,7 @@ from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,
     check_drawn_replicate,
+    check_jpca_window,
     check_pca_components,
     check_perturbation_times,
     check_protocols,
@@ -269,6 +270,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     check_protocols(settings, experiments)
     check_drawn_replicate(settings, experiments)
     check_pca_components(settings, experiments)
+    check_jpca_window(settings, experiments)
     return experiments
 
 

@@ -72,7 +72,11 @@ class TruncatedBPTT(_GradientPaths):
     flows back into an earlier segment. NeuroTorch's ``optim_time_steps``."""
 
     kind: Literal["truncated_bptt"] = "truncated_bptt"
-    window: PositiveInt = Field(10, description="the steps a gradient flows back through")
+    window: PositiveInt = Field(
+        10,
+        description="the steps a gradient flows back through (at most the task's `n_steps`, "
+        "which is backpropagation through the whole trial)",
+    )
     update_every: PositiveInt | None = Field(
         None,
         description="update the parameters after every this many steps of a rollout, "
