@@ -8,12 +8,10 @@ from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.projections.polar import PolarAxes
 
+from motorflow._analysis._fixed_points import end_state_plane
 from motorflow._analysis._pca import hidden_pca
-from motorflow._figures._hidden_states import (
-    plot_fixed_points,
-    plot_pca_trajectories,
-    plot_tuning,
-)
+from motorflow._figures._fixed_points import plot_fixed_points
+from motorflow._figures._hidden_states import plot_pca_trajectories, plot_tuning
 
 N_REP, N_TRIALS, N_STEPS, N_UNITS = 2, 4, 15, 5
 ANGLE = np.linspace(0, 2 * np.pi, N_TRIALS, endpoint=False)
@@ -106,6 +104,7 @@ def test_fixed_points_are_filled_when_stable_and_open_when_not_and_only_distinct
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.get_texts()] == [
         "hidden trajectory",
+        "end state",
         "stable fixed point",
         "unstable fixed point",
     ]
@@ -126,6 +125,65 @@ def test_fixed_points_project_with_the_pca_mean_and_loadings():
     points = found.fixed_point.isel(replicate=0, start=0).values
     expected = (points - one["mean"].values) @ one.loading.values.T
     np.testing.assert_allclose(collection.get_offsets(), expected, rtol=1e-5)
+
+
+def test_points_apart_only_off_the_trajectories_main_plane_are_drawn_apart_on_the_end_plane():
+    # Trajectories: a large excursion along units 0-1, back to where they started,
+    # then a small goal-dependent offset along units 2-3 (the end states); the stable
+    # point of each goal sits on its end state. On the trajectories' PC1-PC2 the
+    # points would collapse; on the end states' plane they must keep their distances.
+    time = np.linspace(0, np.pi, N_STEPS)
+    hidden = np.zeros((1, N_TRIALS, N_STEPS, N_UNITS))
+    hidden[0, :, :, 0] = 3 * np.sin(time) * np.cos(ANGLE)[:, None]
+    hidden[0, :, :, 1] = 3 * np.sin(time) * np.sin(ANGLE)[:, None]
+    offset = 0.2 * np.stack([np.cos(ANGLE), np.sin(ANGLE)], axis=-1)
+    hidden[0, :, :, 2:4] = (time / np.pi)[None, :, None] * offset[:, None]
+    states = xr.Dataset(
+        {"hidden": (("replicate", "trial", "time", "unit"), hidden)},
+        coords={"goal_angle": ("trial", ANGLE)},
+    )
+    stable = np.ones((1, N_TRIALS, 1), bool)
+    found = fixed_points(stable).isel(replicate=[0])
+    found["fixed_point"] = (("replicate", "trial", "start", "unit"), hidden[:, :, -1:, :])
+    found = xr.merge([found, end_state_plane(states)])
+
+    fig = plot_fixed_points(found, hidden_pca(states, n_components=2))
+
+    (collection,) = [c for c in fig.axes[0].collections if c.get_label() == "stable"]
+    drawn = collection.get_offsets()
+    true = hidden[0, :, -1]
+    pairs = np.triu_indices(N_TRIALS, 1)
+    drawn_apart = np.linalg.norm(drawn[:, None] - drawn[None], axis=-1)[pairs]
+    true_apart = np.linalg.norm(true[:, None] - true[None], axis=-1)[pairs]
+    np.testing.assert_allclose(drawn_apart, true_apart, rtol=1e-4)
+    # The end states lie on a circle: two components share their variance.
+    assert fig.axes[0].get_xlabel().startswith("end-state PC1 (50.0%")
+    assert float(found.end_plane_ratio.sum()) == pytest.approx(1.0)
+    (ends,) = [c for c in fig.axes[0].collections if c.get_label() == "end state"]
+    np.testing.assert_allclose(ends.get_offsets(), drawn, atol=1e-6)
+
+
+def test_the_eigenvalue_panel_draws_the_unit_circle_and_every_mode_of_the_kept_points():
+    stable = np.ones((N_REP, N_TRIALS, 2), bool)
+    found = fixed_points(stable)
+    n_modes = 3
+    rng = np.random.default_rng(2)
+    for part in ("eigenvalue_real", "eigenvalue_imag"):
+        found[part] = (
+            ("replicate", "trial", "start", "mode"),
+            rng.normal(size=(N_REP, N_TRIALS, 2, n_modes)),
+        )
+
+    fig = plot_fixed_points(found, hidden_pca(states(), n_components=2))
+
+    eig_ax = fig.axes[1]
+    (circle,) = eig_ax.lines
+    np.testing.assert_allclose(np.hypot(*circle.get_data()), 1.0, atol=1e-9)
+    (dots,) = eig_ax.collections
+    kept = found.isel(replicate=0, start=0)  # start 1 of each trial is a duplicate
+    np.testing.assert_allclose(
+        np.sort(dots.get_offsets()[:, 0]), np.sort(kept.eigenvalue_real.values.ravel())
+    )
 
 
 @pytest.mark.parametrize("replicate", [0, 1])

@@ -144,6 +144,96 @@ def _distinct(points: np.ndarray, converged: np.ndarray, tolerance: float) -> np
     return distinct
 
 
+def end_state_plane(states: xr.Dataset, *, n_components: int = 2) -> xr.Dataset:
+    """The plane where the trials' end states spread, per replicate, and the trajectories on it.
+
+    The hidden trajectories' own first principal components follow the large
+    excursion of the reach and can be nearly orthogonal to the directions along which
+    the end states (hence the stable points under each goal) differ; so the points
+    are drawn on the plane of the PCA of the end states: per replicate, the last-step
+    hidden state of every trial of the first condition (the unperturbed reaches the
+    steady inputs of :func:`steady_inputs` describe), centred on their mean.
+
+    **Arguments:**
+
+    - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, [condition,]
+      trial, time, unit)`.
+    - `n_components`: the plane's dimension.
+
+    Returns a Dataset with ``end_state`` `(replicate, trial, unit)`, ``end_plane_mean``
+    `(replicate, unit)`, ``end_plane_loading`` `(replicate, end_pc, unit)` (unit-norm
+    rows), ``end_plane_ratio`` `(replicate, end_pc)` (share of the end states'
+    variance) and ``end_plane_projection`` `(replicate, trial, time, end_pc)`; a
+    replicate with NaN states gets NaN throughout.
+    """
+    hidden = states.hidden
+    if "condition" in hidden.dims:
+        hidden = hidden.isel(condition=0, drop=True)
+    hidden = hidden.transpose("replicate", "trial", "time", "unit")
+    values = np.asarray(hidden.values, dtype=np.float64)
+    n_rep, n_units = values.shape[0], values.shape[-1]
+    end = values[:, :, -1]
+    mean = np.full((n_rep, n_units), np.nan)
+    loading = np.full((n_rep, n_components, n_units), np.nan)
+    ratio = np.full((n_rep, n_components), np.nan)
+    for r in range(n_rep):
+        if not np.isfinite(values[r]).all():
+            continue
+        mean[r] = end[r].mean(axis=0)
+        _, singular, rows = np.linalg.svd(end[r] - mean[r], full_matrices=False)
+        k = min(n_components, len(singular))
+        # Pin each row's sign (largest entry positive) so that reruns agree.
+        signs = np.sign(rows[np.arange(k), np.argmax(np.abs(rows[:k]), axis=1)])
+        loading[r] = 0.0
+        loading[r, :k] = rows[:k] * np.where(signs == 0, 1.0, signs)[:, None]
+        total = (singular**2).sum()
+        ratio[r] = 0.0
+        ratio[r, :k] = singular[:k] ** 2 / total if total > 0 else 0.0
+    projection = np.einsum("rstu,rpu->rstp", values - mean[:, None, None], loading)
+    dtype = hidden.dtype
+    return xr.Dataset(
+        {
+            "end_state": (("replicate", "trial", "unit"), end.astype(dtype)),
+            "end_plane_mean": (("replicate", "unit"), mean.astype(dtype)),
+            "end_plane_loading": (("replicate", "end_pc", "unit"), loading.astype(dtype)),
+            "end_plane_ratio": (("replicate", "end_pc"), ratio.astype(dtype)),
+            "end_plane_projection": (
+                ("replicate", "trial", "time", "end_pc"),
+                projection.astype(dtype),
+            ),
+        },
+        coords={"end_pc": np.arange(1, n_components + 1)},
+    )
+
+
+def distance_to_end(fixed_points: xr.Dataset, states: xr.Dataset) -> xr.DataArray:
+    """Per replicate and trial, the distance from the trial's end state to the nearest
+    converged stable point found under its input, relative to the spread of the
+    replicate's hidden trajectories (the root-mean-square distance of all its states,
+    first condition, from their mean); inf where no stable point converged.
+
+    The expected picture for a network that holds each goal (Sussillo & Barak 2013,
+    applied to a reach: one stable point per target at the end-of-trial state) is a
+    value much below 1 for every trial.
+    """
+    hidden = states.hidden
+    if "condition" in hidden.dims:
+        hidden = hidden.isel(condition=0, drop=True)
+    hidden = hidden.transpose("replicate", "trial", "time", "unit")
+    values = np.asarray(hidden.values, dtype=np.float64)
+    flat = values.reshape(values.shape[0], -1, values.shape[-1])
+    spread = np.sqrt(((flat - flat.mean(axis=1, keepdims=True)) ** 2).sum(-1).mean(-1))
+    points = fixed_points.fixed_point.transpose("replicate", "trial", "start", "unit").values
+    distance = np.linalg.norm(points - values[:, :, -1][:, :, None], axis=-1)
+    ok = (
+        (fixed_points.converged & fixed_points.stable)
+        .transpose("replicate", "trial", "start")
+        .values
+    )
+    nearest = np.where(ok, distance, np.inf).min(axis=-1)
+    return xr.DataArray(nearest / spread[:, None], dims=("replicate", "trial"))
+
+
 def find_fixed_points(
     ensemble: eqx.Module,
     inputs: Float[Array, "trial input"],
@@ -272,17 +362,26 @@ class FixedPointsAnalysis(AbstractAnalysis):
             distinct_tolerance=self.distinct_tolerance,
             coords={"goal_angle": states.goal_angle, "goal_distance": states.goal_distance},
         )
+        fixed_points = xr.merge([fixed_points, end_state_plane(states)], combine_attrs="override")
+        fixed_points["end_distance"] = distance_to_end(fixed_points, states)
         found = fixed_points.converged & fixed_points.distinct
         logger.info(
             "Fixed points: %d distinct found, %d of them stable",
             int(found.sum()),
             int((found & fixed_points.stable).sum()),
         )
+        logger.info(
+            "Nearest stable point to each end state, relative to the trajectories' spread: "
+            "median %.3g, max %.3g",
+            float(fixed_points.end_distance.median()),
+            float(fixed_points.end_distance.max()),
+        )
         return fixed_points
 
     @classmethod
     def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
-        """The fixed points on the plane of the replicate's principal components."""
+        """The fixed points on the plane of the replicate's end states, with the
+        Jacobians' eigenvalues against the unit circle."""
         from .._figures import plot_fixed_points
 
         return plot_fixed_points(analysis, analysis, replicate=replicate, title=title)

@@ -86,67 +86,6 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     return fig
 
 
-def plot_fixed_points(
-    fixed_points: xr.Dataset, pca: xr.Dataset, *, replicate: int = 0, title: str = ""
-) -> Figure:
-    """One replicate's distinct converged fixed points on the PC1–PC2 plane of its
-    hidden trajectories in the first condition.
-
-    The trajectories are faint; each fixed point is projected with the same PCA (its
-    mean and loadings), filled when stable and open when unstable, and coloured by
-    the goal angle of the input it was found under.
-
-    **Arguments:**
-
-    - `fixed_points`: the Dataset from `find_fixed_points`, with ``fixed_point``
-      `(replicate, trial, start, unit)`, ``converged``, ``distinct`` and ``stable``;
-      its ``goal_angle`` coord (or else the PCA's) colours the points.
-    - `pca`: the Dataset from `hidden_pca` for the same replicates.
-    - `replicate`: the replicate drawn.
-    - `title`: figure title.
-    """
-    pca = _plane(pca)
-    condition = pca.condition.values[0]
-    one = pca.sel(replicate=replicate, condition=condition)
-    found = fixed_points.sel(replicate=replicate)
-    fig = Figure(figsize=(6.2, 5.8), layout="constrained")
-    ax = fig.subplots()
-    _draw_paths(ax, one, angle_colors(pca.goal_angle), lw=1.0, alpha=0.3)
-    loading = one.loading.sel(_PLANE).transpose("pc", "unit").values
-    points = found.fixed_point.transpose("trial", "start", "unit").values
-    projected = (points - one["mean"].values) @ loading.T
-    angle = found.goal_angle if "goal_angle" in found.coords else pca.goal_angle
-    colors = np.broadcast_to(angle_colors(angle)[:, None], (*projected.shape[:2], 4))
-    kept = (found.converged & found.distinct).transpose("trial", "start").values
-    stable = found.stable.transpose("trial", "start").values
-    filled, hollow = kept & stable, kept & ~stable
-    ax.scatter(
-        *projected[filled].T, s=70, c=colors[filled], edgecolors="k", zorder=4, label="stable"
-    )
-    ax.scatter(
-        *projected[hollow].T,
-        s=70,
-        facecolors="none",
-        edgecolors=colors[hollow],
-        linewidths=2.0,
-        zorder=4,
-        label="unstable",
-    )
-    _label_axes(ax, one.explained_variance_ratio)
-    ax.set_title(condition_label(pca, condition), fontsize="medium")
-    marker = {"ls": "", "marker": "o", "ms": 8}
-    handles = [
-        Line2D([], [], color="0.5", alpha=0.5, label="hidden trajectory"),
-        Line2D([], [], **marker, mfc="0.5", mec="k", label="stable fixed point"),
-        Line2D([], [], **marker, mfc="none", mec="0.3", mew=2, label="unstable fixed point"),
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize="small")
-    add_angle_colorbar(fig, ax)
-    counts = f"{int(kept.sum())} fixed points found, {int(filled.sum())} stable"
-    suptitle(fig, "\n".join(filter(None, [title, f"replicate {replicate}: {counts}"])))
-    return fig
-
-
 def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     """The units' preferred directions (a polar histogram per condition) and tuning
     depths (one histogram, a line per condition).
