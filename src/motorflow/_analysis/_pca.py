@@ -1,4 +1,4 @@
-"""Principal components of the hidden-state trajectories, per replicate and condition."""
+"""Principal components of the hidden-state trajectories, one space per replicate."""
 
 from __future__ import annotations
 
@@ -42,12 +42,13 @@ def _principal_components(
 
 
 def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
-    """PCA of the hidden states, separately for each replicate and condition.
+    """PCA of the hidden states, one space per replicate shared by all its conditions.
 
-    The samples of one replicate in one condition are its hidden states at every
-    step of every trial, centred on their mean. Each loading's largest-magnitude
-    entry is positive, so a rerun is bitwise identical. A replicate and condition
-    whose hidden states hold a NaN (a diverged replicate) gets NaN throughout.
+    The samples of one replicate are its hidden states at every step of every trial of
+    every condition, centred on their mean; each condition's trajectories are projected
+    on those same components, so that the conditions compare on the same axes. Each
+    loading's largest-magnitude entry is positive, so a rerun is bitwise identical. A
+    replicate whose hidden states hold a NaN (a diverged replicate) gets NaN throughout.
 
     **Arguments:**
 
@@ -57,11 +58,10 @@ def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
 
     Returns a Dataset with dim `pc` (coord 1..k) and variables ``explained_variance``
     and ``explained_variance_ratio`` (of the total variance of all units) `(replicate,
-    condition, pc)`, ``loading`` `(replicate, condition, pc, unit)` (unit-norm rows),
-    ``mean`` `(replicate, condition, unit)` and ``projection`` `(replicate,
-    condition, trial, time, pc)` (the centred states on each loading); the states'
-    coords on those dims (``goal_angle``, ``time``, ``diverged_at``, ...) and
-    attributes are kept.
+    pc)`, ``loading`` `(replicate, pc, unit)` (unit-norm rows), ``mean`` `(replicate,
+    unit)` and ``projection`` `(replicate, condition, trial, time, pc)` (the centred
+    states on each loading); the states' coords on those dims (``goal_angle``,
+    ``time``, ``diverged_at``, ...) and attributes are kept.
     """
     if n_components < 1:
         raise ValueError(f"n_components must be at least 1, got {n_components}")
@@ -70,26 +70,23 @@ def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
         hidden = hidden.expand_dims(condition=[""])
     hidden = hidden.transpose("replicate", "condition", "trial", "time", "unit")
     values = np.asarray(hidden.values, dtype=np.float64)
-    n_rep, n_cond, n_trials, n_steps, n_units = values.shape
+    n_rep, n_units = values.shape[0], values.shape[-1]
     n_components = min(n_components, n_units)
-    variance = np.empty((n_rep, n_cond, n_components))
+    variance = np.empty((n_rep, n_components))
     ratio = np.empty_like(variance)
-    loading = np.empty((n_rep, n_cond, n_components, n_units))
-    mean = np.empty((n_rep, n_cond, n_units))
+    loading = np.empty((n_rep, n_components, n_units))
+    mean = np.empty((n_rep, n_units))
     for r in range(n_rep):
-        for c in range(n_cond):
-            samples = values[r, c].reshape(-1, n_units)
-            variance[r, c], ratio[r, c], loading[r, c], mean[r, c] = _principal_components(
-                samples, n_components
-            )
-    projection = np.einsum("rcstu,rcpu->rcstp", values - mean[:, :, None, None], loading)
+        samples = values[r].reshape(-1, n_units)
+        variance[r], ratio[r], loading[r], mean[r] = _principal_components(samples, n_components)
+    projection = np.einsum("rcstu,rpu->rcstp", values - mean[:, None, None, None], loading)
     dtype = hidden.dtype
     return xr.Dataset(
         {
-            "explained_variance": (("replicate", "condition", "pc"), variance.astype(dtype)),
-            "explained_variance_ratio": (("replicate", "condition", "pc"), ratio.astype(dtype)),
-            "loading": (("replicate", "condition", "pc", "unit"), loading.astype(dtype)),
-            "mean": (("replicate", "condition", "unit"), mean.astype(dtype)),
+            "explained_variance": (("replicate", "pc"), variance.astype(dtype)),
+            "explained_variance_ratio": (("replicate", "pc"), ratio.astype(dtype)),
+            "loading": (("replicate", "pc", "unit"), loading.astype(dtype)),
+            "mean": (("replicate", "unit"), mean.astype(dtype)),
             "projection": (
                 ("replicate", "condition", "trial", "time", "pc"),
                 projection.astype(dtype),
@@ -101,14 +98,15 @@ def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
 
 
 class PCAAnalysis(AbstractAnalysis):
-    """Principal components of the hidden trajectories, per replicate and condition."""
+    """Principal components of the hidden trajectories, one space per replicate shared by
+    its conditions."""
 
     NAME: ClassVar[str] = "pca"
 
     n_components: Annotated[PositiveInt, Field(le=100)] = Field(
         3,
-        description="principal components of the hidden trajectories kept (per replicate "
-        "and condition; at most the hidden size)",
+        description="principal components of the hidden trajectories kept (one space per "
+        "replicate, shared by its conditions; at most the hidden size)",
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

@@ -56,7 +56,9 @@ def _draw_paths(ax: Axes, one: xr.Dataset, colors: np.ndarray, **style) -> bool:
 
 def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
     """One replicate's hidden trajectories in the plane of its first two principal
-    components, a panel per condition, coloured by goal angle; starts are black dots.
+    components (one space shared by its conditions, as `hidden_pca` fits it; the
+    panels share their axes), a panel per condition, coloured by goal angle; starts
+    are black dots.
 
     **Arguments:**
 
@@ -71,7 +73,8 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     conditions = list(shown.condition.values)
     colors = angle_colors(pca.goal_angle)
     fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.4), layout="constrained")
-    axes = list(fig.subplots(1, len(conditions), squeeze=False).flat)
+    grid = fig.subplots(1, len(conditions), squeeze=False, sharex=True, sharey=True)
+    axes = list(grid.flat)
     for ax, condition in zip(axes, conditions):
         one = shown.sel(condition=condition)
         if _draw_paths(ax, one, colors, lw=1.2):
