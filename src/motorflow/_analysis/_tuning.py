@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
@@ -12,6 +13,7 @@ from .._config_base import NonNegativeNumber, PositiveNumber
 from ._base import AbstractAnalysis, AnalysisInputs
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 
@@ -130,7 +132,7 @@ def preferred_direction_axis(tuning: xr.Dataset, *, min_r_squared: float) -> xr.
             "pd_bimodality": length.assign_attrs(units="1"),
             "pd_axis": axis.where(n > 0).assign_attrs(units="rad"),
             "pd_uniformity_p": p_value.clip(max=1).where(n > 0).assign_attrs(units="1"),
-            "pd_n_tuned": n.assign_attrs(units="1"),
+            "pd_n_tuned": n.assign_attrs(units="1", min_r_squared=min_r_squared),
         }
     )
 
@@ -139,6 +141,7 @@ class TuningAnalysis(AbstractAnalysis):
     """Directional tuning: a cosine fit of each unit's activity during movement."""
 
     NAME: ClassVar[str] = "tuning"
+    COMPARES: ClassVar[bool] = True
 
     speed_threshold: Annotated[PositiveNumber, Field(lt=1)] = Field(
         0.2,
@@ -166,3 +169,26 @@ class TuningAnalysis(AbstractAnalysis):
         from .._figures import plot_tuning
 
         return plot_tuning(analysis, title=title)
+
+    @classmethod
+    def comparison_figure(
+        cls, analyses: Mapping[str, xr.Dataset], *, replicate: int, title: str
+    ) -> Figure:
+        """Each experiment's preferred directions as rose histograms, pooled over
+        replicates and per replicate, with the axis of their two modes (every
+        replicate is drawn; `replicate` plays no part)."""
+        from .._figures import plot_tuning_comparison
+
+        return plot_tuning_comparison(analyses, title=title)
+
+    @classmethod
+    def comparison_table(
+        cls, analyses: Mapping[str, xr.Dataset], *, confidence: float, n_resamples: int, seed: int
+    ) -> pd.DataFrame:
+        """The preferred directions' bimodality, uniformity p, tuned units and axis per
+        experiment (`preferred_direction_table`)."""
+        from ._tuning_comparison import preferred_direction_table
+
+        return preferred_direction_table(
+            analyses, confidence=confidence, n_resamples=n_resamples, seed=seed
+        )
