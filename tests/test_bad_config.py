@@ -565,6 +565,11 @@ CASES = {
         "protocols.noise.panels[0].condition",
         ["required"],
     ),
+    "an unknown tuning window": (
+        at("analysis.tuning.window", "deceleration"),
+        "analysis.tuning.window",
+        ["'deceleration'", "'acceleration'"],
+    ),
     # comparisons
     "a comparison of an experiment the config does not define": (
         at("comparisons.both", {"analysis": "tuning", "experiments": ["quiet", "loud"]}),

@@ -6,7 +6,7 @@ import pytest
 import xarray as xr
 
 from motorflow import ANALYSES
-from motorflow._analysis._tuning import preferred_direction_axis
+from motorflow._analysis._tuning import directional_tuning, preferred_direction_axis
 from motorflow._analysis._tuning_comparison import axial_mean, preferred_direction_table
 from motorflow._plants._arm import TwoLinkArm
 
@@ -97,3 +97,29 @@ def test_the_arms_mobility_is_largest_across_the_forearm():
     mobility = np.asarray(arm.hand_mobility(np.array([shoulder, elbow], np.float32)))
     np.testing.assert_allclose(mobility, mobility.T, rtol=1e-5)
     assert np.all(np.linalg.eigvalsh(mobility) > 0)
+
+
+def test_the_acceleration_window_leaves_out_the_braking():
+    """A unit that is the cosine of the reach direction while the hand speeds up and
+    its opposite while it slows down: over the acceleration its preferred direction
+    is the cosine's, over the whole movement the two halves cancel."""
+    angle = np.linspace(0, 2 * np.pi, 8, endpoint=False)
+    speed = np.sin(np.linspace(0, np.pi, 21)[1:-1])  # peak at step 9
+    sign = np.where(np.arange(speed.size) <= 9, 1.0, -1.0)
+    hidden = np.cos(angle - 1.0)[:, None] * sign[None, :]
+    direction = np.stack([np.cos(angle), np.sin(angle)], -1)
+    states = xr.Dataset(
+        {
+            "hidden": (("replicate", "trial", "time", "unit"), hidden[None, :, :, None]),
+            "vel": (
+                ("replicate", "trial", "time", "component"),
+                (speed[None, :, None] * direction[:, None, :])[None],
+            ),
+        },
+        coords={"goal_angle": ("trial", angle)},
+    )
+    accel = directional_tuning(states, speed_threshold=0.2, window="acceleration")
+    assert float(accel.preferred_direction.squeeze()) == pytest.approx(1.0, abs=1e-6)
+    assert float(accel.r_squared.squeeze()) == pytest.approx(1.0)
+    whole = directional_tuning(states, speed_threshold=0.2)
+    assert float(whole.tuning_depth.squeeze()) < 0.2 * float(accel.tuning_depth.squeeze())

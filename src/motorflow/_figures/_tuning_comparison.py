@@ -19,6 +19,7 @@ N_ROSE_BINS = 24  # 15° bins
 _ANGLE_TICKS = ([0, np.pi / 2, np.pi, 3 * np.pi / 2], ["0°", "90°", "180°", "270°"])
 AXIS_COLOR = "tab:red"
 ROSE_COLOR = "0.55"
+AXIS_P = 1e-3  # the axis is solid where uniformity is rejected at this level
 
 
 def tuned_directions(analysis: xr.Dataset, condition: str, min_r_squared: float) -> np.ndarray:
@@ -29,9 +30,10 @@ def tuned_directions(analysis: xr.Dataset, condition: str, min_r_squared: float)
     return one.preferred_direction.where(tuned).transpose("replicate", "unit").values
 
 
-def _rose(ax: Axes, directions: np.ndarray, axis: float, *, small: bool) -> None:
+def _rose(ax: Axes, directions: np.ndarray, axis: float, *, small: bool, p: float) -> None:
     """A rose histogram (fraction of units per 15° bin) with the modes' axis drawn
-    across it through the origin."""
+    across it through the origin: solid where the doubled angles' Rayleigh `p` is
+    below `AXIS_P`, else dashed."""
     ax.set_xticks(*_ANGLE_TICKS, fontsize=8)
     ax.tick_params(axis="y", labelsize=8)
     directions = directions[np.isfinite(directions)]
@@ -53,9 +55,9 @@ def _rose(ax: Axes, directions: np.ndarray, axis: float, *, small: bool) -> None
     )
     top = float(fractions.max()) * 1.1
     if np.isfinite(axis):
-        ax.plot([axis, axis + np.pi], [top, top], color=AXIS_COLOR, lw=0)  # keeps the limit
+        style = "-" if p < AXIS_P else "--"
         for end in (axis, axis + np.pi):
-            ax.plot([end, end], [0, top], color=AXIS_COLOR, lw=2 if not small else 1.5)
+            ax.plot([end, end], [0, top], color=AXIS_COLOR, lw=1.5 if small else 2, ls=style)
     ax.set_ylim(0, top)
     ax.set_yticks([] if small else [round(top / 2, 2)])
     if small:
@@ -95,7 +97,7 @@ def plot_tuning_comparison(analyses: Mapping[str, xr.Dataset], *, title: str = "
         directions = tuned_directions(analysis, condition, min_r_squared)
         pooled = pooled_axis(analysis, condition, min_r_squared)
         ax = fig.add_subplot(grid[0, index], projection="polar")
-        _rose(ax, directions, pooled["pd_axis"], small=False)
+        _rose(ax, directions, pooled["pd_axis"], small=False, p=pooled["pd_uniformity_p"])
         label = condition_label(analysis, condition)
         heading = name if not label or len(analysis.condition) == 1 else f"{name} ({label})"
         ax.set_title(
@@ -110,15 +112,18 @@ def plot_tuning_comparison(analyses: Mapping[str, xr.Dataset], *, title: str = "
             small = fig.add_subplot(
                 cells[replicate // columns, replicate % columns], projection="polar"
             )
-            r = float(analysis.pd_bimodality.sel(condition=condition)[replicate])
-            _rose(small, directions[replicate], axes[replicate], small=True)
+            one = analysis.sel(condition=condition).isel(replicate=replicate)
+            r = float(one.pd_bimodality)
+            p = float(one.pd_uniformity_p)
+            _rose(small, directions[replicate], axes[replicate], small=True, p=p)
             small.set_title(f"#{replicate}: r = {r:.2f}", fontsize=8)
         if n_replicates > 1 and np.isfinite(spread):
             ax.set_title(ax.get_title() + f" (replicates' SD {spread:.0f}°)", fontsize=9)
     fig.supxlabel(
         "preferred directions of the tuned units, every replicate pooled (top) and each "
         "replicate (#k, below):\nfraction of units per 15° bin; 0° right, 90° away from "
-        "the body; red: the axis of the two modes",
+        "the body; red: the axis of the two modes (dashed: uniformity not rejected, "
+        "Rayleigh p ≥ 0.001)",
         fontsize=9,
     )
     suptitle(fig, title)
