@@ -14,9 +14,9 @@ Measured at this size (2026-11): muscle arm pooled r 0.238 over 192 units (thres
 0.19, axis 101°), point mass 0.013 (replicates' mean 0.075). What the test depends on
 (checked by removing it): with the muscle arm replaced by the point mass
 (`models.muscle_arm.plant: {kind: point_mass, mass: 1.0, damping: 0.0}`) its r is the
-point mass's, 0.013, and the first threshold fails. It takes about 2 minutes on 2 idle
-CPU cores (6 under heavy load): the bimodality needs the training (300 batches gave
-r 0.15, below the threshold).
+point mass's, 0.013, and the first threshold fails. It took 5 min 52 s on 2 CPU cores
+under heavy load (load average about 10; not timed on idle cores): the bimodality needs
+the training (300 batches gave r 0.15, below the threshold).
 """
 
 from __future__ import annotations
