@@ -27,6 +27,10 @@ def sweep_config() -> dict:
     }
     config["analysis"] = {"fixed_points": {"steps": 300, "n_starts": 6}}
     config["statistics"] = {"n_resamples": 1000}
+    # The preferred directions of two experiments side by side, in this order.
+    config["comparisons"] = {
+        "sizes": {"analysis": "tuning", "experiments": [SWEPT[1], "quiet"], "title": "Sizes"}
+    }
     return config
 
 
@@ -65,11 +69,28 @@ def test_a_sweep_gets_its_figure_and_every_experiment_its_analyses(rerun):
     assert pairs == {(SWEPT[0], "quiet"), (SWEPT[1], "quiet"), (SWEPT[1], SWEPT[0])}
 
 
+def test_a_comparison_gets_its_figure_and_table_of_its_experiments_in_order(rerun):
+    workdir, _ = rerun
+    figures = workdir / "results" / "figures"
+    assert (figures / "comparison-sizes.png").stat().st_size > 0
+    table = pd.read_csv(figures / "comparison-sizes.csv")
+    assert list(dict.fromkeys(table.experiment)) == [SWEPT[1], "quiet"]
+    r = table[table.statistic == "bimodality_r"].set_index("experiment")
+    # Each replicate's r is the analysis store's, and the mean theirs.
+    for experiment in (SWEPT[1], "quiet"):
+        stored = mfp.open_dataset(workdir / "results" / experiment / "analysis.zarr")
+        values = stored.pd_bimodality.isel(condition=0).values
+        found = r.loc[experiment, [f"replicate_{k}" for k in range(values.size)]]
+        assert found.to_numpy(float) == pytest.approx(values, nan_ok=True)
+        assert r.loc[experiment, "units"] == "1"
+
+
 def test_editing_the_analyses_statistics_or_sweep_metrics_reruns_only_them(rerun):
     _, plan = rerun
     expected = {
         ("summary", ""),
         ("comparison_figure", ""),
+        ("analysis_comparison", "comparison=sizes"),
         ("sweep_figure", "sweep=size"),
         ("all", ""),
     }
@@ -114,3 +135,18 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
         mfp.open_dataset(results / "summary.zarr"), mfp.open_dataset(tmp_path / "summary.zarr")
     )
     assert (results / "summary.csv").read_text() == (tmp_path / "summary.csv").read_text()
+    comparison = edited_config()["comparisons"]["sizes"]
+    mfp.analysis_comparison(
+        comparison["analysis"],
+        analysis_paths={
+            name: results / name / "analysis.zarr" for name in comparison["experiments"]
+        },
+        figure_path=tmp_path / "comparison.png",
+        table_path=tmp_path / "comparison.csv",
+        replicate=0,
+        statistics=settings.statistics,
+        options={"dpi": 40},
+    )
+    assert (results / "figures" / "comparison-sizes.csv").read_text() == (
+        tmp_path / "comparison.csv"
+    ).read_text()

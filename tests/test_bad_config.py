@@ -570,6 +570,37 @@ CASES = {
         "protocols.noise.panels[0].condition",
         ["required"],
     ),
+    "an unknown tuning window": (
+        at("analysis.tuning.window", "deceleration"),
+        "analysis.tuning.window",
+        ["'deceleration'", "'acceleration'"],
+    ),
+    # comparisons
+    "a comparison of an experiment the config does not define": (
+        at("comparisons.both", {"analysis": "tuning", "experiments": ["quiet", "loud"]}),
+        "comparisons.both.experiments[1]",
+        ["'loud'", "quiet, noisy"],
+    ),
+    "a comparison listing an experiment twice": (
+        at("comparisons.both", {"analysis": "tuning", "experiments": ["quiet", "quiet"]}),
+        "comparisons.both.experiments[1]",
+        ["'quiet'", "twice"],
+    ),
+    "a comparison of an analysis that draws none": (
+        at("comparisons.both", {"analysis": "pca", "experiments": ["quiet", "noisy"]}),
+        "comparisons.both.analysis",
+        ["'pca'", "tuning"],
+    ),
+    "a comparison of an unknown analysis": (
+        at("comparisons.both", {"analysis": "ica", "experiments": ["quiet"]}),
+        "comparisons.both.analysis",
+        ["'ica'", "'tuning'"],
+    ),
+    "a comparison without experiments": (
+        at("comparisons.both", {"analysis": "tuning", "experiments": []}),
+        "comparisons.both.experiments",
+        ["[]"],
+    ),
     # learning rules
     "an unknown learning rule": (
         at("trainings.quick.learning", {"kind": "forward_mode"}),
@@ -829,6 +860,10 @@ TRAILING_NEWLINE_NAMES = {
     "model": (_renamed("models", "small", "small\n"), "models"),
     "training": (_renamed("trainings", "quick", "quick\n"), "trainings"),
     "protocol": (_renamed("protocols", "noise", "noise\n"), "protocols"),
+    "comparison": (
+        at("comparisons", {"both\n": {"analysis": "tuning", "experiments": ["quiet"]}}),
+        "comparisons",
+    ),
     "condition": (
         lambda c: c["evaluation"]["conditions"].update({"pulse\n": []}),
         "evaluation.conditions",

@@ -318,6 +318,10 @@ CORPUS = {
         at("protocols.reverse", {"stages": ["noisy", "quiet"]}),
         {"protocol_figure:reverse"},
     ),
+    "a comparison added": (
+        at("comparisons.both", {"analysis": "tuning", "experiments": ["quiet", "noisy"]}),
+        {"analysis_comparison:both"},
+    ),
     "conditions reordered": (
         lambda config: config["evaluation"].update(
             conditions=dict(reversed(list(config["evaluation"]["conditions"].items())))
@@ -340,6 +344,7 @@ CORPUS = {
     ),
     "fixed-point start noise": (at("analysis.fixed_points.start_noise", 0.0), jobs("analysis")),
     "tuning threshold": (at("analysis.tuning.speed_threshold", 0.3), jobs("analysis")),
+    "tuning window": (at("analysis.tuning.window", "acceleration"), jobs("analysis")),
     "replicate drawn": (at("analysis.replicate", 1), jobs("analysis_figures")),
     "bootstrap confidence": (at("statistics.confidence", 0.9), SUMMARY),
     "bootstrap resamples and seed": (at("statistics", {"n_resamples": 500, "seed": 3}), SUMMARY),
@@ -418,6 +423,30 @@ def test_a_sweeps_metrics_and_grid_change_only_what_they_draw():
         }
         | SUMMARY
     )
+
+
+def with_comparison() -> dict:
+    config = tiny_config()
+    config["comparisons"] = {"both": {"analysis": "tuning", "experiments": ["quiet", "noisy"]}}
+    return config
+
+
+@pytest.mark.parametrize(
+    ("edit", "also"),
+    [
+        (at("comparisons.both.experiments", ["noisy", "quiet"]), set()),
+        (at("comparisons.both.title", "Two noise levels"), set()),
+        (at("statistics.seed", 4), SUMMARY),
+        (at("analysis.replicate", 1), jobs("analysis_figures")),
+        (at("figures.dpi", 50), FIGURES),
+    ],
+    ids=["experiments reordered", "title", "bootstrap seed", "replicate drawn", "dpi"],
+)
+def test_a_comparisons_settings_redraw_exactly_it(edit, also):
+    before = with_comparison()
+    after = copy.deepcopy(before)
+    edit(after)
+    assert changed_jobs(before, after) == {"analysis_comparison:both"} | also
 
 
 def delayed_reaches() -> dict:

@@ -467,7 +467,9 @@ def test_the_report_pages_render_without_a_markup_error_for_each_config(loaded):
     config = _report_config(loaded())
     environment = Environment(trim_blocks=True, lstrip_blocks=True)  # as Snakemake's
     description = "Experiment longer_: seed 3; *gru* with `32` |units| [1]_ and a \\."
-    wildcards = SimpleNamespace(experiment="quiet", protocol="noise", sweep="size")
+    wildcards = SimpleNamespace(
+        experiment="quiet", protocol="noise", sweep="size", comparison="directions"
+    )
     for page in sorted((REPO / "workflow/report").glob("*.rst")):
         template = environment.from_string(page.read_text())
         if page.name == "workflow.rst":

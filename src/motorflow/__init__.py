@@ -77,6 +77,7 @@ if TYPE_CHECKING:
         plot_sweep,
         plot_trajectories,
         plot_tuning,
+        plot_tuning_comparison,
         protocol_curve,
         protocol_summary,
     )
@@ -304,6 +305,7 @@ __all__ = [
     "plot_sweep",
     "plot_trajectories",
     "plot_tuning",
+    "plot_tuning_comparison",
     "protocol_curve",
     "protocol_summary",
     "reach_metrics",

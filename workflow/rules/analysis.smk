@@ -51,6 +51,36 @@ rule analysis_figures:
         "../scripts/analysis_figures.py"
 
 
+rule analysis_comparison:
+    """One hidden-state analysis compared across experiments (a config's `comparisons`
+    entry): its figure, and its numbers per replicate with intervals in a CSV beside it.
+    """
+    input:
+        analyses=lambda wildcards: expand(
+            rules.analysis.output[0],
+            experiment=COMPARISONS[wildcards.comparison].experiments,
+        ),
+    output:
+        figure=report(
+            f"{RESULTS}/figures/comparison-{{comparison}}.{EXT}",
+            caption="../report/analysis_comparison.rst",
+            category="Comparisons",
+        ),
+        table=f"{RESULTS}/figures/comparison-{{comparison}}.csv",
+    log:
+        f"{RESULTS}/logs/figures/comparison-{{comparison}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **setting_params("analysis_comparison", "comparison"),
+        description=lambda wildcards: descriptions(
+            COMPARISONS[wildcards.comparison].experiments
+        ),
+    script:
+        "../scripts/analysis_comparison.py"
+
+
 rule summary:
     """Means, bootstrap intervals and (paired) contrasts of every experiment's replicates."""
     input:

@@ -56,6 +56,7 @@ validate(config, "../schemas/config.schema.yaml", set_default=False)
 
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 PROTOCOLS = SETTINGS.protocols
+COMPARISONS = SETTINGS.comparisons
 # Each config's outputs go to a folder of their own (the `results` key, else
 # results/<config file name>), so configs never replace or make stale each other's
 # results. A run (not a dry run) marks its folder with its config files; a folder
@@ -109,6 +110,7 @@ wildcard_constraints:
     dataset="|".join(map(re.escape, DATASETS)),
     protocol="|".join(map(re.escape, PROTOCOLS)) or "(?!)",
     sweep="|".join(map(re.escape, SETTINGS.sweeps)) or "(?!)",
+    comparison="|".join(map(re.escape, COMPARISONS)) or "(?!)",
 
 
 def unknown_target(wildcards):
@@ -254,6 +256,11 @@ def all_figures():
             figures.append(f"{RESULTS}/figures/{name}/arm.{EXT}")
     figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
     figures += [f"{RESULTS}/figures/sweep-{name}.{EXT}" for name in SWEEPS]
+    figures += [
+        f"{RESULTS}/figures/comparison-{name}.{ext}"
+        for name in COMPARISONS
+        for ext in (EXT, "csv")
+    ]
     return figures
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import xarray as xr
@@ -14,6 +15,7 @@ from jaxtyping import PRNGKeyArray
 from .._config_base import Block
 
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
     from .._tasks import CenterOut, Task
@@ -40,6 +42,10 @@ class AbstractAnalysis(Block):
     # The analysis's name: its key under `analysis` and its figure's file name.
     NAME: ClassVar[str]
 
+    # Whether the analysis can draw a comparison across experiments (a config's
+    # `comparisons`): then it implements `comparison_figure` and `comparison_table`.
+    COMPARES: ClassVar[bool] = False
+
     @abc.abstractmethod
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
         """The analysis's variables (dims led by `replicate`)."""
@@ -50,3 +56,21 @@ class AbstractAnalysis(Block):
     def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:
         """The figure of one replicate (or of all) drawn from the whole analysis store."""
         raise NotImplementedError
+
+    @classmethod
+    def comparison_figure(
+        cls, analyses: Mapping[str, xr.Dataset], *, replicate: int, title: str
+    ) -> Figure:
+        """One figure comparing experiments: `analyses` maps each experiment's name (in
+        the order the comparison lists them) to its whole analysis store; `replicate` is
+        the one drawn where the figure draws a single replicate."""
+        raise NotImplementedError(f"the {cls.NAME} analysis draws no comparison")
+
+    @classmethod
+    def comparison_table(
+        cls, analyses: Mapping[str, xr.Dataset], *, confidence: float, n_resamples: int, seed: int
+    ) -> pd.DataFrame:
+        """The comparison figure's numbers, one row per experiment and statistic: the
+        per-replicate values and their mean with its percentile-bootstrap interval
+        across replicates, with a units column."""
+        raise NotImplementedError(f"the {cls.NAME} analysis draws no comparison")

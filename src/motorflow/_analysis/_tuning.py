@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, ClassVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal
 
 import numpy as np
 import xarray as xr
@@ -11,32 +12,51 @@ from pydantic import Field
 from .._config_base import NonNegativeNumber, PositiveNumber
 from ._base import AbstractAnalysis, AnalysisInputs
 
+# The steps whose activity a unit's tuning is fitted to (see `movement_activity`).
+TuningWindow = Literal["movement", "acceleration"]
+
 if TYPE_CHECKING:
+    import pandas as pd
     from matplotlib.figure import Figure
 
 
-def movement_activity(states: xr.Dataset, *, speed_threshold: float) -> xr.DataArray:
+def movement_activity(
+    states: xr.Dataset, *, speed_threshold: float, window: TuningWindow = "movement"
+) -> xr.DataArray:
     """Each unit's mean hidden activity while the hand moves, `(replicate, condition,
     trial, unit)`.
 
     The hand moves on the steps where its speed is at least `speed_threshold` times
     the trial's peak speed, so the hold before a delayed reach's go cue and the rest
-    on the goal are left out.
+    on the goal are left out. With `window` ``"acceleration"`` only those steps up to
+    the step of peak speed count: the hand speeds up, so the motor command points
+    along the reach, whereas over the whole movement the braking that follows
+    reverses it.
 
     **Arguments:**
 
     - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, condition,
       trial, time, unit)` and ``vel`` `(..., time, component)`.
     - `speed_threshold`: the fraction of the peak speed, in [0, 1].
+    - `window`: ``"movement"`` or ``"acceleration"``.
     """
     if not 0 <= speed_threshold <= 1:
         raise ValueError(f"speed_threshold must be in [0, 1], got {speed_threshold}")
+    if window not in ("movement", "acceleration"):
+        raise ValueError(f"window must be 'movement' or 'acceleration', got {window!r}")
     speed = np.sqrt((states.vel**2).sum("component", skipna=False))
     moving = speed >= speed_threshold * speed.max("time", skipna=False)
+    if window == "acceleration":
+        step = xr.DataArray(np.arange(speed.sizes["time"]), dims="time")
+        # A trial with NaN speed gets no steps (argmax would fail on an all-NaN trial).
+        peak = speed.fillna(-np.inf).argmax("time")
+        moving = moving & (step <= peak)
     return states.hidden.where(moving).mean("time")
 
 
-def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Dataset:
+def directional_tuning(
+    states: xr.Dataset, *, speed_threshold: float, window: TuningWindow = "movement"
+) -> xr.Dataset:
     """Each unit's cosine tuning to the reach direction during movement.
 
     A unit's activity during movement (:func:`movement_activity`) is fitted across
@@ -53,6 +73,7 @@ def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Data
       ``goal_angle`` coord (rad) along `trial`, which must hold at least 3 angles.
     - `speed_threshold`: the fraction of each trial's peak speed above which the hand
       moves.
+    - `window`: the whole movement or its acceleration (:func:`movement_activity`).
 
     Returns a Dataset with dims `(replicate, condition, unit)` and variables
     ``preferred_direction`` (``theta_pd = atan2(b2, b1)`` in [0, 2π), rad),
@@ -60,7 +81,7 @@ def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Data
     ``r_squared`` (of the fit across trials; NaN for a unit whose activity does not
     vary); the states' coords on those dims and attributes are kept.
     """
-    activity = movement_activity(states, speed_threshold=speed_threshold)
+    activity = movement_activity(states, speed_threshold=speed_threshold, window=window)
     if "condition" not in activity.dims:
         activity = activity.expand_dims(condition=[""])
     activity = activity.transpose("replicate", "condition", "trial", "unit")
@@ -95,7 +116,7 @@ def directional_tuning(states: xr.Dataset, *, speed_threshold: float) -> xr.Data
             "r_squared": (dims, r_squared),
         },
         coords=coords,
-        attrs={**states.attrs, "speed_threshold": speed_threshold},
+        attrs={**states.attrs, "speed_threshold": speed_threshold, "window": window},
     )
 
 
@@ -130,7 +151,7 @@ def preferred_direction_axis(tuning: xr.Dataset, *, min_r_squared: float) -> xr.
             "pd_bimodality": length.assign_attrs(units="1"),
             "pd_axis": axis.where(n > 0).assign_attrs(units="rad"),
             "pd_uniformity_p": p_value.clip(max=1).where(n > 0).assign_attrs(units="1"),
-            "pd_n_tuned": n.assign_attrs(units="1"),
+            "pd_n_tuned": n.assign_attrs(units="1", min_r_squared=min_r_squared),
         }
     )
 
@@ -139,11 +160,19 @@ class TuningAnalysis(AbstractAnalysis):
     """Directional tuning: a cosine fit of each unit's activity during movement."""
 
     NAME: ClassVar[str] = "tuning"
+    COMPARES: ClassVar[bool] = True
 
     speed_threshold: Annotated[PositiveNumber, Field(lt=1)] = Field(
         0.2,
         description="the movement, over which each unit's activity is averaged for its "
         "cosine fit: the steps at or above this fraction of the trial's peak hand speed",
+    )
+
+    window: TuningWindow = Field(
+        "movement",
+        description="the steps each unit's activity is averaged over: `movement` (every "
+        "step at or above `speed_threshold`) or `acceleration` (those up to the step of "
+        "peak speed, where the motor command points along the reach)",
     )
 
     min_r_squared: Annotated[NonNegativeNumber, Field(le=1)] = Field(
@@ -154,7 +183,9 @@ class TuningAnalysis(AbstractAnalysis):
     )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
-        tuning = directional_tuning(inputs.states, speed_threshold=self.speed_threshold)
+        tuning = directional_tuning(
+            inputs.states, speed_threshold=self.speed_threshold, window=self.window
+        )
         return xr.merge(
             [tuning, preferred_direction_axis(tuning, min_r_squared=self.min_r_squared)],
             combine_attrs="override",
@@ -166,3 +197,26 @@ class TuningAnalysis(AbstractAnalysis):
         from .._figures import plot_tuning
 
         return plot_tuning(analysis, title=title)
+
+    @classmethod
+    def comparison_figure(
+        cls, analyses: Mapping[str, xr.Dataset], *, replicate: int, title: str
+    ) -> Figure:
+        """Each experiment's preferred directions as rose histograms, pooled over
+        replicates and per replicate, with the axis of their two modes (every
+        replicate is drawn; `replicate` plays no part)."""
+        from .._figures import plot_tuning_comparison
+
+        return plot_tuning_comparison(analyses, title=title)
+
+    @classmethod
+    def comparison_table(
+        cls, analyses: Mapping[str, xr.Dataset], *, confidence: float, n_resamples: int, seed: int
+    ) -> pd.DataFrame:
+        """The preferred directions' bimodality, uniformity p, tuned units and axis per
+        experiment (`preferred_direction_table`)."""
+        from ._tuning_comparison import preferred_direction_table
+
+        return preferred_direction_table(
+            analyses, confidence=confidence, n_resamples=n_resamples, seed=seed
+        )

@@ -11,6 +11,7 @@ from ._protocol import curve_interval, plot_protocol, protocol_curve, protocol_s
 from ._reaches import plot_speed_profiles, plot_trajectories
 from ._style import condition_label, diverged_replicates
 from ._sweep import plot_sweep
+from ._tuning_comparison import plot_tuning_comparison
 
 __all__ = [
     "condition_label",
@@ -27,6 +28,7 @@ __all__ = [
     "plot_sweep",
     "plot_trajectories",
     "plot_tuning",
+    "plot_tuning_comparison",
     "protocol_curve",
     "protocol_summary",
 ]

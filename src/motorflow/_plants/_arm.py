@@ -210,6 +210,25 @@ class TwoLinkArm(AbstractPlant):
         m12 = forearm_about_elbow + coupling
         return jnp.array([[m11, m12], [m12, forearm_about_elbow]])
 
+    def hand_mobility(self, joint_angle: Float[Array, " joint"]) -> Float[Array, "xy xy"]:
+        """The hand's mobility at rest, ``W = J M^{-1} J^T`` (Hogan 1985, "The mechanics
+        of multi-joint posture and movement control", Biol. Cybern. 52:315): the hand's
+        acceleration per unit force on it (m s^-2 N^-1), shape `(2, 2)`. Its ellipse's
+        major axis is the direction in which a force moves the hand most easily (the
+        inverse of the hand's apparent inertia ``(J M^{-1} J^T)^{-1}``)."""
+        jacobian = self.jacobian(joint_angle)
+        return jacobian @ jnp.linalg.solve(self.mass_matrix(joint_angle), jacobian.T)
+
+    def mobility_axis(self, hand_pos: Sequence[float]) -> float:
+        """The major axis of the hand's mobility ellipse (:meth:`hand_mobility`) with
+        the hand at rest at `hand_pos`: its angle in rad, in [0, π), in the hand's
+        Cartesian frame (0 along +x, π/2 along +y, away from the body)."""
+        joint_angle = self.inverse_kinematics(jnp.asarray(hand_pos, dtype=jnp.float32))
+        mobility = np.asarray(self.hand_mobility(joint_angle), dtype=np.float64)
+        _, vectors = np.linalg.eigh((mobility + mobility.T) / 2)
+        major = vectors[:, -1]  # eigh sorts the eigenvalues in ascending order
+        return float(np.mod(np.arctan2(major[1], major[0]), np.pi))
+
     def velocity_torque(
         self, joint_angle: Float[Array, " joint"], joint_velocity: Float[Array, " joint"]
     ) -> Float[Array, " joint"]:

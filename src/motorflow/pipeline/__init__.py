@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .._identity import canonical_json, code_version, tree_digest
     from ._analysis_stages import (
         analyse_experiment,
+        analysis_comparison,
         analysis_figures,
         comparison_figure,
         summary_stage,
@@ -97,6 +98,7 @@ __all__ = [
     "SweepSpec",
     "WorkflowConfig",
     "analyse_experiment",
+    "analysis_comparison",
     "analysis_figures",
     "arm_figure",
     "canonical_json",

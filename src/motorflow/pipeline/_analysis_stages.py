@@ -82,6 +82,35 @@ def analysis_figures(
         save_figure(figure, path, dpi=options["dpi"])
 
 
+def analysis_comparison(
+    analysis: str,
+    *,
+    analysis_paths: Mapping[str, Path],
+    figure_path: Path,
+    table_path: Path,
+    replicate: int,
+    statistics: StatisticsConfig,
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """One analysis compared across experiments (a config's ``comparisons`` entry):
+    its comparison figure and the CSV of its numbers, from each experiment's analysis
+    store (`analysis_paths`, in the figure's order)."""
+    kind = ANALYSES[analysis]
+    if not kind.COMPARES:
+        raise ValueError(f"the {analysis!r} analysis draws no comparison across experiments")
+    analyses = {name: open_dataset(path) for name, path in analysis_paths.items()}
+    figure = kind.comparison_figure(analyses, replicate=replicate, title=title)
+    save_figure(figure, figure_path, dpi=options["dpi"])
+    table = kind.comparison_table(
+        analyses,
+        confidence=statistics.confidence,
+        n_resamples=statistics.n_resamples,
+        seed=statistics.seed,
+    )
+    write_csv(table, table_path)
+
+
 def _replicate_values(
     history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
 ) -> dict[str, xr.Dataset]:

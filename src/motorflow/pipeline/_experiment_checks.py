@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import equinox as eqx
 import jax
 
+from .._analysis._config import ANALYSES
 from .._config import (
     ModelConfig,
     TaskConfig,
@@ -184,6 +185,33 @@ def check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experime
                     f"{panel.condition!r} is not an evaluation condition (defined in "
                     f"evaluation.conditions: {', '.join(conditions)})",
                 )
+
+
+def check_comparisons(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+    """Each comparison lists experiments of the config, each once, and an analysis
+    that draws comparisons."""
+    for name, comparison in settings.comparisons.items():
+        analysis = ANALYSES[comparison.analysis]
+        if not analysis.COMPARES:
+            comparing = [other for other, kind in ANALYSES.items() if kind.COMPARES]
+            raise ConfigError(
+                f"comparisons.{name}.analysis",
+                f"the {comparison.analysis!r} analysis draws no comparison across "
+                f"experiments; the ones that do: {', '.join(comparing) or 'none'}",
+            )
+        seen = set()
+        for index, experiment in enumerate(comparison.experiments):
+            if experiment not in experiments:
+                raise ConfigError(
+                    f"comparisons.{name}.experiments[{index}]",
+                    f"{experiment!r} is not an experiment (defined: {', '.join(experiments)})",
+                )
+            if experiment in seen:
+                raise ConfigError(
+                    f"comparisons.{name}.experiments[{index}]",
+                    f"{experiment!r} is listed twice; list each experiment once",
+                )
+            seen.add(experiment)
 
 
 def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:

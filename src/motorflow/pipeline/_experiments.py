@@ -30,6 +30,7 @@ from .._tasks import Task
 from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,
+    check_comparisons,
     check_drawn_replicate,
     check_jpca_window,
     check_pca_components,
@@ -268,6 +269,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     }
     check_chains(experiments, specs)
     check_protocols(settings, experiments)
+    check_comparisons(settings, experiments)
     check_drawn_replicate(settings, experiments)
     check_pca_components(settings, experiments)
     check_jpca_window(settings, experiments)

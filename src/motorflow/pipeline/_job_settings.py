@@ -108,6 +108,13 @@ def job_settings(
     # The learning curves' intervals are bootstrapped as the summary's; a protocol
     # without one reads neither the statistics nor the stages' lengths.
     statistics = flatten_settings({"statistics": config.statistics.to_dict()})
+    for name, comparison in config.comparisons.items():
+        settings[("analysis_comparison", name)] = {
+            **figures,
+            **statistics,
+            "analysis.replicate": replicate,
+            **flatten_settings({"comparison": comparison.to_dict()}),
+        }
     for name, protocol in config.protocols.items():
         curve_stages = protocol_curve_stages(protocol.stages, experiments)
         settings[("protocol_figure", name)] = {

@@ -19,7 +19,7 @@ import pydantic
 from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 
-from .._analysis._config import AnalysisConfig, StatisticsConfig, SummaryMetric
+from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig, SummaryMetric
 from .._config import ModelConfig, TrainConfig
 from .._config_base import (
     Block,
@@ -256,6 +256,27 @@ class ProtocolSpec(Block):
     )
 
 
+class ComparisonSpec(Block):
+    """A comparison: one hidden-state analysis drawn for several experiments side by
+    side (``figures/comparison-<name>.<format>``), with its numbers in a CSV beside
+    the figure (``figures/comparison-<name>.csv``: per experiment each replicate's
+    value and the mean with its bootstrap interval, as `statistics` sets)."""
+
+    analysis: Literal[tuple(ANALYSES)] = Field(
+        description="the analysis compared; one that draws comparisons (`tuning`: the "
+        "preferred directions' rose histograms and bimodality)"
+    )
+    experiments: tuple[Name, ...] = Field(
+        min_length=1,
+        max_length=12,
+        description="experiment names, in the figure's order (e.g. `[point_mass, arm, "
+        "muscle_arm]`)",
+    )
+    title: Annotated[Text, Field(max_length=120)] = Field(
+        "", description="the figure's title (by default none)"
+    )
+
+
 SITE_NAME = r"^[A-Za-z0-9_.]+$"
 
 
@@ -332,6 +353,11 @@ class WorkflowConfig(Block):
     experiments: dict[Name, ExperimentSpec] = Field(min_length=1)
     sweeps: dict[Name, SweepSpec] = {}
     protocols: dict[Name, ProtocolSpec] = {}
+    comparisons: dict[Name, ComparisonSpec] = Field(
+        {},
+        description="analyses compared across experiments, by name: each draws one figure "
+        "and a CSV of its numbers (see ComparisonSpec)",
+    )
     evaluation: EvaluationConfig = EvaluationConfig()
     figures: FiguresConfig = FiguresConfig()
     analysis: AnalysisConfig = AnalysisConfig()

@@ -1,0 +1,125 @@
+"""The preferred-direction comparison across experiments: its table recovers the
+bimodality and axis of known distributions, and its figure draws every experiment."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from motorflow import ANALYSES
+from motorflow._analysis._tuning import directional_tuning, preferred_direction_axis
+from motorflow._analysis._tuning_comparison import axial_mean, preferred_direction_table
+from motorflow._plants._arm import TwoLinkArm
+
+N_REP, N_UNITS = 4, 200
+AXIS = np.radians(117.0)  # Scott et al. (2001)'s axis
+
+
+def analysis_store(preferred: np.ndarray, r_squared: np.ndarray) -> xr.Dataset:
+    """An analysis store's tuning variables from preferred directions `(replicate, unit)`."""
+    tuning = xr.Dataset(
+        {
+            "preferred_direction": (("replicate", "condition", "unit"), preferred[:, None]),
+            "r_squared": (("replicate", "condition", "unit"), r_squared[:, None]),
+        },
+        coords={"condition": ["unperturbed"]},
+    )
+    return xr.merge([tuning, preferred_direction_axis(tuning, min_r_squared=0.5)])
+
+
+@pytest.fixture
+def analyses() -> dict[str, xr.Dataset]:
+    rng = np.random.default_rng(0)
+    uniform = rng.uniform(0, 2 * np.pi, (N_REP, N_UNITS))
+    # Two opposite modes on AXIS: von Mises around AXIS and AXIS + π.
+    bimodal = (
+        AXIS + np.pi * rng.integers(0, 2, (N_REP, N_UNITS)) + rng.vonmises(0, 8, uniform.shape)
+    )
+    # Half the units untuned: their directions, all on the perpendicular, must not count.
+    r_squared = np.where(np.arange(N_UNITS) % 2 == 0, 0.9, 0.1) * np.ones((N_REP, 1))
+    bimodal = np.where(r_squared > 0.5, bimodal, AXIS + np.pi / 2)
+    return {
+        "uniform": analysis_store(np.mod(uniform, 2 * np.pi), np.full(uniform.shape, 0.9)),
+        "bimodal": analysis_store(np.mod(bimodal, 2 * np.pi), r_squared),
+    }
+
+
+def table_of(analyses):
+    table = preferred_direction_table(analyses, confidence=0.9, n_resamples=500, seed=0)
+    return table.set_index(["experiment", "statistic"])
+
+
+def test_the_table_finds_the_bimodal_experiment_and_its_axis(analyses):
+    table = table_of(analyses)
+    assert list(dict.fromkeys(table.index.get_level_values(0))) == ["uniform", "bimodal"]
+    # von Mises with concentration 8 around each mode: the doubled angles' expected r
+    # is I2(8) / I0(8), about 0.77.
+    assert table.loc[("bimodal", "bimodality_r"), "mean"] > 0.6
+    assert table.loc[("uniform", "bimodality_r"), "mean"] < 0.15
+    assert table.loc[("bimodal", "rayleigh_p"), "mean"] < 1e-6
+    assert table.loc[("uniform", "rayleigh_p"), "mean"] > 1e-3
+    assert table.loc[("bimodal", "n_tuned"), "mean"] == N_UNITS / 2
+    assert table.loc[("bimodal", "n_tuned"), "pooled"] == N_REP * N_UNITS / 2
+    assert table.loc[("bimodal", "axis_deg"), "mean"] == pytest.approx(117, abs=3)
+    assert table.loc[("bimodal", "axis_deg"), "pooled"] == pytest.approx(117, abs=3)
+    assert table.loc[("bimodal", "axis_sd_deg"), "mean"] < 5
+    low, mean, high = table.loc[("bimodal", "bimodality_r"), ["low", "mean", "high"]]
+    assert low <= mean <= high
+    replicates = table.loc[("bimodal", "bimodality_r"), [f"replicate_{k}" for k in range(N_REP)]]
+    assert np.mean(replicates.to_numpy(float)) == pytest.approx(mean)
+    assert set(table.units) == {"1", "units", "deg"}
+
+
+def test_the_axial_mean_wraps_at_180_degrees():
+    mean, spread = axial_mean(np.radians([178.0, 2.0, 180.0 + 178.0]))
+    # Axes at 178° and 2° lie 4° apart, not 176°: their mean is near 180°, not 90°.
+    assert np.degrees(mean) == pytest.approx(179.33, abs=0.1)
+    assert np.degrees(spread) < 3
+    assert np.isnan(axial_mean(np.array([np.nan]))[0])
+
+
+def test_the_comparison_figure_has_a_pooled_rose_and_a_rose_per_replicate(analyses):
+    figure = ANALYSES["tuning"].comparison_figure(analyses, replicate=0, title="t")
+    polar = [ax for ax in figure.axes if ax.name == "polar"]
+    assert len(polar) == len(analyses) * (1 + N_REP)
+    assert ANALYSES["tuning"].COMPARES and not ANALYSES["pca"].COMPARES
+
+
+def test_the_arms_mobility_is_largest_across_the_forearm():
+    """At the start posture of config/preferred-directions.yaml the hand moves most
+    easily perpendicular to the forearm (Hogan 1985): the forearm's inertia resists
+    least across it."""
+    arm = TwoLinkArm()
+    shoulder, elbow = np.asarray(arm.inverse_kinematics(np.array([0.0, 0.42], np.float32)))
+    forearm = np.mod(shoulder + elbow, np.pi)
+    axis = arm.mobility_axis([0.0, 0.42])
+    # Within 10° of the perpendicular to the forearm (the upper arm pulls it a little).
+    assert abs(np.mod(axis - forearm, np.pi) - np.pi / 2) < np.radians(10)
+    mobility = np.asarray(arm.hand_mobility(np.array([shoulder, elbow], np.float32)))
+    np.testing.assert_allclose(mobility, mobility.T, rtol=1e-5)
+    assert np.all(np.linalg.eigvalsh(mobility) > 0)
+
+
+def test_the_acceleration_window_leaves_out_the_braking():
+    """A unit that is the cosine of the reach direction while the hand speeds up and
+    its opposite while it slows down: over the acceleration its preferred direction
+    is the cosine's, over the whole movement the two halves cancel."""
+    angle = np.linspace(0, 2 * np.pi, 8, endpoint=False)
+    speed = np.sin(np.linspace(0, np.pi, 21)[1:-1])  # peak at step 9
+    sign = np.where(np.arange(speed.size) <= 9, 1.0, -1.0)
+    hidden = np.cos(angle - 1.0)[:, None] * sign[None, :]
+    direction = np.stack([np.cos(angle), np.sin(angle)], -1)
+    states = xr.Dataset(
+        {
+            "hidden": (("replicate", "trial", "time", "unit"), hidden[None, :, :, None]),
+            "vel": (
+                ("replicate", "trial", "time", "component"),
+                (speed[None, :, None] * direction[:, None, :])[None],
+            ),
+        },
+        coords={"goal_angle": ("trial", angle)},
+    )
+    accel = directional_tuning(states, speed_threshold=0.2, window="acceleration")
+    assert float(accel.preferred_direction.squeeze()) == pytest.approx(1.0, abs=1e-6)
+    assert float(accel.r_squared.squeeze()) == pytest.approx(1.0)
+    whole = directional_tuning(states, speed_threshold=0.2)
+    assert float(whole.tuning_depth.squeeze()) < 0.2 * float(accel.tuning_depth.squeeze())
