@@ -174,9 +174,7 @@ def test_units_are_normalised_by_their_range_over_the_whole_trial():
     before, after = mf.hidden_jpca(states, **window), mf.hidden_jpca(spiking, **window)
     # Unit 0 shrinks 50-fold, so the fit sees one unit fewer: a different projection.
     assert not np.allclose(before.jpca_projection, after.jpca_projection, atol=1e-3)
-    single = mf.hidden_jpca(
-        spiking.isel(time=slice(0, N_STEPS - 2)), n_pcs=4, start=0.0, stop=None
-    )
+    single = mf.hidden_jpca(spiking.isel(time=slice(0, N_STEPS - 2)), n_pcs=4, start=0.0, stop=None)
     assert not np.allclose(single.jpca_projection, after.jpca_projection, atol=1e-3)
 
 

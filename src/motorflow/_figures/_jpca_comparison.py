@@ -24,7 +24,7 @@ _FITS = (
     ("jpca_r2_best", "R² linear (best)", "tab:blue"),
     ("jpca_r2_ratio", "ratio skew / best", "tab:purple"),
 )
-_SHUFFLED = "jpca_shuffled_r2_ratio"
+_SHUFFLED = "jpca_shuffled_r2_skew"
 
 
 def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
@@ -59,8 +59,10 @@ def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
 
 def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
     """Per experiment, each replicate's R² of both fits and their ratio (small dots),
-    their mean (a bar), and the condition-shuffle control's 95th percentile of the
-    ratio (grey dashes); returns the legend's handles."""
+    their mean (a bar), and the condition-shuffle control's 95th percentile of R²_skew
+    (grey dashes beside its bar: the ratio of shuffled data stays high wherever units
+    oscillate, so R²_skew is what the control tells apart); returns the legend's
+    handles."""
     width = 0.8 / len(_FITS)
     for x, analysis in enumerate(analyses.values()):
         one = by_condition(analysis).isel(condition=0)
@@ -73,7 +75,7 @@ def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
             ax.scatter(np.full(values.shape, position), values, s=12, color=color, zorder=3)
         if _SHUFFLED in one:
             shuffled = np.asarray(one[_SHUFFLED].values, dtype=float)
-            position = x + (len(_FITS) - 1) / 2 * width
+            position = x - (len(_FITS) - 1) / 2 * width
             ax.scatter(np.full(shuffled.shape, position), shuffled, marker="_", s=120, color="0.3")
     ax.set_xticks(range(len(analyses)), list(analyses), rotation=20)
     ax.set_ylim(0, 1.05)
@@ -84,7 +86,7 @@ def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
         for _, label, color in _FITS
     ]
     handles.append(
-        Line2D([], [], ls="", marker="_", ms=10, color="0.3", label="ratio, shuffled p95")
+        Line2D([], [], ls="", marker="_", ms=10, color="0.3", label="R² skew, shuffled p95")
     )
     return handles
 
@@ -97,7 +99,7 @@ def plot_jpca_comparison(
     layout: a trace per reach direction, coloured by direction, dots at the window's
     start, arrowheads at its end; the first evaluation condition), and a panel of each
     experiment's R²_skew, R²_best and their ratio for every replicate (dots) and their
-    mean (bars), with the ratio's condition-shuffle control (the 95th percentile over
+    mean (bars), with R²_skew's condition-shuffle control (the 95th percentile over
     shuffles, one dash per replicate).
 
     **Arguments:**
