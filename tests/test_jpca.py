@@ -240,3 +240,18 @@ def test_the_comparison_figure_draws_a_rosette_per_experiment_and_the_fits():
     assert [tick.get_text() for tick in fits.get_xticklabels()] == list(analyses)
     # Every replicate's three values and its shuffle control, per experiment.
     assert sum(len(c.get_offsets()) for c in fits.collections) == 2 * 2 * 4
+
+
+def test_the_skew_fit_of_states_that_span_fewer_dimensions_is_still_least_squares():
+    """With a state dimension that never varies (rank-deficient states) the fit is not
+    unique; it is still skew-symmetric and no worse than the unconstrained fit's
+    antisymmetric part."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 4))
+    x[:, 3] = 0.0
+    dx = x @ rng.normal(size=(4, 4)).T
+    fitted = fit_skew_symmetric(x, dx)
+    np.testing.assert_allclose(fitted, -fitted.T, atol=1e-12)
+    best = np.linalg.lstsq(x, dx, rcond=None)[0].T
+    residual = lambda m: ((dx - x @ m.T) ** 2).sum()
+    assert residual(fitted) <= residual((best - best.T) / 2) + 1e-9

@@ -70,7 +70,20 @@ def _r2(dx: np.ndarray, x: np.ndarray, m: np.ndarray) -> float:
 
 def fit_skew_symmetric(x: np.ndarray, dx: np.ndarray) -> np.ndarray:
     """The skew-symmetric `M` (k, k) minimising ``|dx - x @ M.T|²`` over samples of `x`
-    and `dx` (samples, k): least squares over its k(k-1)/2 free entries."""
+    and `dx` (samples, k): the least-squares fit over its k(k-1)/2 free entries (the
+    problem Cunningham's skewSymRegress.m solves iteratively; convex, with one
+    minimum where `x` has full rank).
+
+    Setting the objective's gradient within the skew-symmetric matrices to zero gives
+    the Sylvester equation ``M C + C M = B - Bᵀ`` with ``C = xᵀx`` and ``B = dxᵀx``; in
+    the eigenbasis ``C = U Λ Uᵀ`` it is diagonal: ``(UᵀMU)_ij = (Uᵀ(B - Bᵀ)U)_ij / (λ_i
+    + λ_j)``. Where `x` lacks full rank, least squares over the free entries instead."""
+    c, b = x.T @ x, dx.T @ x
+    eigenvalues, basis = np.linalg.eigh(c)
+    if eigenvalues[0] > 1e-10 * max(eigenvalues[-1], 1e-300):
+        rotated = basis.T @ (b - b.T) @ basis / (eigenvalues[:, None] + eigenvalues[None, :])
+        m = basis @ rotated @ basis.T
+        return (m - m.T) / 2
     k = x.shape[1]
     pairs = list(itertools.combinations(range(k), 2))
     # Column (i, j) of the design: dx = Σ m_ij (E_ij x), with E_ij = e_i e_jᵀ - e_j e_iᵀ.
