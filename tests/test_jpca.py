@@ -253,5 +253,8 @@ def test_the_skew_fit_of_states_that_span_fewer_dimensions_is_still_least_square
     fitted = fit_skew_symmetric(x, dx)
     np.testing.assert_allclose(fitted, -fitted.T, atol=1e-12)
     best = np.linalg.lstsq(x, dx, rcond=None)[0].T
-    residual = lambda m: ((dx - x @ m.T) ** 2).sum()
+
+    def residual(m):
+        return ((dx - x @ m.T) ** 2).sum()
+
     assert residual(fitted) <= residual((best - best.T) / 2) + 1e-9
