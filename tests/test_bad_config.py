@@ -725,6 +725,11 @@ CASES = {
         "analysis.pca.n_components",
         ["0", ">= 1"],
     ),
+    "a negative number of jPCA shuffles": (
+        at("analysis.jpca.n_shuffles", -1),
+        "analysis.jpca.n_shuffles",
+        ["-1", ">= 0"],
+    ),
     "a fixed-point search without starts": (
         at("analysis.fixed_points.n_starts", 0),
         "analysis.fixed_points.n_starts",

@@ -345,6 +345,10 @@ CORPUS = {
     "fixed-point start noise": (at("analysis.fixed_points.start_noise", 0.0), jobs("analysis")),
     "tuning threshold": (at("analysis.tuning.speed_threshold", 0.3), jobs("analysis")),
     "tuning window": (at("analysis.tuning.window", "acceleration"), jobs("analysis")),
+    "jPCA window and shuffles": (
+        at("analysis.jpca", {"start": 0.05, "stop": 0.4, "n_shuffles": 5}),
+        jobs("analysis"),
+    ),
     "replicate drawn": (at("analysis.replicate", 1), jobs("analysis_figures")),
     "bootstrap confidence": (at("statistics.confidence", 0.9), SUMMARY),
     "bootstrap resamples and seed": (at("statistics", {"n_resamples": 500, "seed": 3}), SUMMARY),

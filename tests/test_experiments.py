@@ -120,6 +120,7 @@ def test_bad_configs_name_the_key_path(edit, path, words):
         "curl-field-adaptation.yaml",
         "learning-rules.yaml",
         "viscous-field-adaptation.yaml",
+        "rotational-dynamics.yaml",
     ],
 )
 def test_shipped_configs_are_valid(name):

@@ -150,3 +150,111 @@ def test_the_figure_draws_each_trial_in_the_plane(replicate):
     assert len(ax.lines) == N_TRIALS
     ratio = float(result.jpca_r2_ratio.isel(replicate=replicate, condition=0))
     assert ax.get_title().endswith(f"= {ratio:.2f}")
+
+
+def test_the_plane_is_turned_so_its_largest_excursion_along_jpc2_is_positive():
+    """As jPCA.m: the plane keeps its counter-clockwise rotation and its start spread
+    along jPC1, and half a turn puts the largest excursion along jPC2 on its + side."""
+    for omega in (2 * np.pi * 3, -2 * np.pi * 3, 2 * np.pi * 1.3):
+        result = mf.hidden_jpca(embedded(rotation(omega=omega)), n_pcs=4)
+        along = result.jpca_projection.isel(condition=0).sel(jpc=2).values
+        for replicate in along:
+            assert replicate.ravel()[np.argmax(np.abs(replicate))] > 0
+        assert (turning(result) > 0).all()
+
+
+def test_units_are_normalised_by_their_range_over_the_whole_trial():
+    """A unit's activity outside the window changes its normalisation (as in jPCA.m),
+    so an outlying unit outside the window no longer dominates inside it."""
+    states = embedded(rotation(), noise=0.01)
+    hidden = states.hidden.values.copy()
+    hidden[..., N_STEPS - 1, 0] += 50.0  # unit 0 spikes on the last step only
+    spiking = states.copy(data={"hidden": hidden})
+    window = {"n_pcs": 4, "start": 0.0, "stop": (N_STEPS - 3) * DT}
+    before, after = mf.hidden_jpca(states, **window), mf.hidden_jpca(spiking, **window)
+    # Unit 0 shrinks 50-fold, so the fit sees one unit fewer: a different projection.
+    assert not np.allclose(before.jpca_projection, after.jpca_projection, atol=1e-3)
+    single = mf.hidden_jpca(spiking.isel(time=slice(0, N_STEPS - 2)), n_pcs=4, start=0.0, stop=None)
+    assert not np.allclose(single.jpca_projection, after.jpca_projection, atol=1e-3)
+
+
+def test_a_condition_shuffle_destroys_a_rotation_shared_across_conditions():
+    """The control (Michaels et al. 2016): with each unit's conditions shuffled on its
+    own, the rotational fit explains far less of a rotation (each unit still oscillates,
+    so the ratio alone stays high: R²_skew is what the control tells apart), while the
+    shuffle keeps every unit's own time courses and the mean over conditions."""
+    from motorflow._analysis._jpca import shuffle_conditions
+
+    result = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_shuffles=50, seed=1)
+    assert float(result.jpca_r2_skew.min()) > 0.75  # measured 0.83-0.84
+    assert float(result.jpca_shuffled_r2_skew.max()) < 0.5  # measured 0.34-0.35
+    data = np.random.default_rng(0).normal(size=(N_TRIALS, N_STEPS, N_UNITS))
+    shuffled = shuffle_conditions(data, np.random.default_rng(1))
+    np.testing.assert_allclose(shuffled.mean(axis=0), data.mean(axis=0))
+    for unit in range(N_UNITS):
+        assert sorted(map(tuple, shuffled[:, :, unit])) == sorted(map(tuple, data[:, :, unit]))
+    assert not np.allclose(shuffled, data)
+    # Without shuffles the control is NaN (not a number that looks like chance).
+    assert np.isnan(mf.hidden_jpca(embedded(rotation()), n_pcs=4).jpca_shuffled_r2_skew).all()
+
+
+def stores() -> dict[str, xr.Dataset]:
+    """Two experiments' jPCA stores: a rotation and a decay, two replicates each."""
+    turning_ = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_shuffles=20)
+    decaying = mf.hidden_jpca(
+        embedded(np.concatenate([decay(), decay(rate=6.0)]), noise=0.01), n_pcs=4, n_shuffles=20
+    )
+    return {"rotation": turning_, "decay": decaying}
+
+
+def test_the_comparison_table_gives_each_replicate_and_the_mean_with_its_interval():
+    analyses = stores()
+    table = mf.JPCAAnalysis.comparison_table(analyses, confidence=0.9, n_resamples=500, seed=0)
+    assert mf.JPCAAnalysis.COMPARES
+    assert list(table.experiment.unique()) == ["rotation", "decay"]
+    statistics = {"r2_skew", "r2_best", "r2_ratio", "plane_variance", "frequency"}
+    assert statistics <= set(table.statistic)
+    assert {"shuffled_r2_skew_p95", "shuffled_r2_ratio_p95"} <= set(table.statistic)
+    units = dict(zip(table.statistic, table.units))
+    assert units["frequency"] == "Hz" and units["r2_ratio"] == "1"
+    rows = table.set_index(["experiment", "statistic"])
+    for experiment, analysis in analyses.items():
+        values = analysis.jpca_r2_ratio.isel(condition=0).values
+        row = rows.loc[(experiment, "r2_ratio")]
+        np.testing.assert_allclose([row.replicate_0, row.replicate_1], values, rtol=1e-6)
+        np.testing.assert_allclose(row["mean"], values.mean(), rtol=1e-6)
+        assert row.low <= row["mean"] <= row.high
+    assert rows.loc[("rotation", "r2_ratio"), "mean"] > 0.9
+    assert rows.loc[("decay", "r2_ratio"), "mean"] < 0.1
+
+
+def test_the_comparison_figure_draws_a_rosette_per_experiment_and_the_fits():
+    analyses = stores()
+    figure = mf.JPCAAnalysis.comparison_figure(analyses, replicate=1, title="test")
+    rosettes, fits = figure.axes[:2], figure.axes[2]
+    for ax, name in zip(rosettes, analyses):
+        assert ax.get_title().startswith(name)
+        assert len(ax.lines) == N_TRIALS + 1  # a trace per reach and the origin's cross
+    ratio = float(analyses["rotation"].jpca_r2_ratio.isel(replicate=1, condition=0))
+    assert rosettes[0].get_title().endswith(f"= {ratio:.2f}")
+    assert [tick.get_text() for tick in fits.get_xticklabels()] == list(analyses)
+    # Every replicate's three values and its shuffle control, per experiment.
+    assert sum(len(c.get_offsets()) for c in fits.collections) == 2 * 2 * 4
+
+
+def test_the_skew_fit_of_states_that_span_fewer_dimensions_is_still_least_squares():
+    """With a state dimension that never varies (rank-deficient states) the fit is not
+    unique; it is still skew-symmetric and no worse than the unconstrained fit's
+    antisymmetric part."""
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 4))
+    x[:, 3] = 0.0
+    dx = x @ rng.normal(size=(4, 4)).T
+    fitted = fit_skew_symmetric(x, dx)
+    np.testing.assert_allclose(fitted, -fitted.T, atol=1e-12)
+    best = np.linalg.lstsq(x, dx, rcond=None)[0].T
+
+    def residual(m):
+        return ((dx - x @ m.T) ** 2).sum()
+
+    assert residual(fitted) <= residual((best - best.T) / 2) + 1e-9

@@ -1,0 +1,85 @@
+"""The numbers of the rotational-dynamics comparison across experiments: per experiment
+how much of the hidden dynamics a rotation explains (Churchland et al. 2012), per
+replicate, with the mean's interval across replicates and the condition-shuffle control
+(Michaels et al. 2016)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ._bootstrap import bootstrap_interval
+
+# The per-replicate statistics of the table: the analysis store's variable, the table's
+# name for it and its units.
+STATISTICS = (
+    ("jpca_r2_skew", "r2_skew", "1"),
+    ("jpca_r2_best", "r2_best", "1"),
+    ("jpca_r2_ratio", "r2_ratio", "1"),
+    ("jpca_plane_variance", "plane_variance", "1"),
+    ("jpca_frequency", "frequency", "Hz"),
+    ("jpca_shuffled_r2_skew", "shuffled_r2_skew_p95", "1"),
+    ("jpca_shuffled_r2_ratio", "shuffled_r2_ratio_p95", "1"),
+)
+
+
+def rotation_table(
+    analyses: Mapping[str, xr.Dataset], *, confidence: float, n_resamples: int, seed: int
+) -> pd.DataFrame:
+    """One row per experiment, evaluation condition and statistic: the value of each
+    replicate (``replicate_<k>``) and their mean with its percentile bootstrap interval
+    across replicates (`bootstrap_interval`; resamples keyed by `seed` and the
+    experiment, condition and statistic names; NaN values, such as a diverged
+    replicate's, are left out).
+
+    The statistics (`hidden_jpca`): ``r2_skew`` and ``r2_best``, the R² of the
+    skew-symmetric (rotational) and unconstrained linear fits of the first differences
+    in the top PCs; ``r2_ratio``, their ratio (Michaels et al. 2016's RGR);
+    ``plane_variance``, the top jPC plane's share of the normalised data's variance;
+    ``frequency``, its rotation (Hz); ``shuffled_r2_skew_p95`` and
+    ``shuffled_r2_ratio_p95``, the 95th percentiles over condition shuffles (the
+    control: a replicate's rotation is more than chance where its value exceeds these).
+    """
+    key = jax.random.key(seed)
+    rows = []
+    for experiment, analysis in analyses.items():
+        conditions = analysis.condition.values if "condition" in analysis.dims else [""]
+        for condition in conditions:
+            one = analysis.sel(condition=condition) if "condition" in analysis.dims else analysis
+            for variable, statistic, units in STATISTICS:
+                if variable in one:
+                    values = np.asarray(one[variable].values, dtype=np.float64).ravel()
+                else:  # a store written without the shuffle control
+                    values = np.full(one.sizes["replicate"], np.nan)
+                low, high = bootstrap_interval(
+                    values,
+                    key=key,
+                    n_resamples=n_resamples,
+                    confidence=confidence,
+                    path=(experiment, str(condition), statistic),
+                )
+                finite = values[np.isfinite(values)]
+                rows.append(
+                    {
+                        "experiment": experiment,
+                        "condition": str(condition),
+                        "statistic": statistic,
+                        "units": units,
+                        "mean": float(finite.mean()) if finite.size else np.nan,
+                        "low": low,
+                        "high": high,
+                        **{f"replicate_{k}": float(value) for k, value in enumerate(values)},
+                    }
+                )
+    table = pd.DataFrame(rows)
+    replicate_columns = sorted(
+        (column for column in table.columns if column.startswith("replicate_")),
+        key=lambda column: int(column.removeprefix("replicate_")),
+    )
+    table.attrs["confidence"] = confidence
+    columns = ["experiment", "condition", "statistic", "units", "mean", "low", "high"]
+    return table[columns + replicate_columns]
