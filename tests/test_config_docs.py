@@ -27,7 +27,16 @@ DOC = README.read_text()
 GENERATED = {match["name"]: match["body"] for match in SECTION.finditer(DOC)}
 MEMBERS = [(family, kind) for family, (members, _) in FAMILIES.items() for kind in members]
 # Keys of WorkflowConfig documented in sections of their own (or as named blocks).
-ELSEWHERE = ("tasks", "models", "trainings", "experiments", "sweeps", "protocols", "resources")
+ELSEWHERE = (
+    "tasks",
+    "models",
+    "trainings",
+    "experiments",
+    "sweeps",
+    "protocols",
+    "comparisons",
+    "resources",
+)
 
 
 def rows(section: str) -> dict[str, str]:

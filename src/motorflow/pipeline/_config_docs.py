@@ -36,6 +36,7 @@ from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule
 from ._workflow_config import (
+    ComparisonSpec,
     ExperimentSpec,
     ProtocolSpec,
     ResourcesConfig,
@@ -54,7 +55,16 @@ FAMILIES: dict[str, tuple[Mapping[str, type[Block]], type[Block]]] = {
     "update_rules": (UPDATE_RULES, AbstractUpdateRule),
 }
 # Top-level keys of WorkflowConfig with tables of their own (or named blocks).
-OWN_SECTIONS = ("tasks", "models", "trainings", "experiments", "sweeps", "protocols", "resources")
+OWN_SECTIONS = (
+    "tasks",
+    "models",
+    "trainings",
+    "experiments",
+    "sweeps",
+    "protocols",
+    "comparisons",
+    "resources",
+)
 HEADER = "| key | default | meaning |\n|---|---|---|\n"
 NO_KEYS = "No keys of its own.\n"
 SECTION = re.compile(
@@ -173,6 +183,8 @@ def bounds(field: FieldInfo) -> str:
     if each_words := _words(each):
         words.append("each " + ", ".join(each_words))
     text = "; ".join(words).replace(" 1 item(s)", " 1 item").replace("item(s)", "items")
+    if str in (field.annotation, *typing.get_args(field.annotation)):
+        text = text.replace(" items", " characters").replace(" 1 item", " 1 character")
     return f" [{text}]" if words else ""
 
 
@@ -277,6 +289,7 @@ def sections() -> dict[str, str]:
         "experiments": table(block_rows(ExperimentSpec)),
         "sweeps": table(block_rows(SweepSpec)),
         "protocols": table(block_rows(ProtocolSpec)),
+        "comparisons": table(block_rows(ComparisonSpec)),
         "other": table(_other_rows()),
         "resources": table(_resources_rows()),
     }

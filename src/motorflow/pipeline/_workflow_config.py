@@ -264,7 +264,8 @@ class ComparisonSpec(Block):
 
     analysis: Literal[tuple(ANALYSES)] = Field(
         description="the analysis compared; one that draws comparisons (`tuning`: the "
-        "preferred directions' rose histograms and bimodality)"
+        "preferred directions' rose histograms and bimodality; `jpca`: the jPC planes and "
+        "the rotational and linear fits)"
     )
     experiments: tuple[Name, ...] = Field(
         min_length=1,
@@ -356,7 +357,7 @@ class WorkflowConfig(Block):
     comparisons: dict[Name, ComparisonSpec] = Field(
         {},
         description="analyses compared across experiments, by name: each draws one figure "
-        "and a CSV of its numbers (see ComparisonSpec)",
+        "and a CSV of its numbers (see `comparisons.<name>`)",
     )
     evaluation: EvaluationConfig = EvaluationConfig()
     figures: FiguresConfig = FiguresConfig()
