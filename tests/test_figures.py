@@ -129,8 +129,8 @@ def test_loss_history_survives_zero_and_unrecorded_terms_with_one_replicate(tmp_
     data["validation_loss"].loc[{"term": "unused"}] = np.nan
     fig = plot_loss_history(data)
     axes = {term_of(ax.get_title()): ax for ax in panels(fig)}
-    assert set(axes) == {"total", "position", "hidden", "unused"}
-    assert axes["hidden"].get_yscale() == "linear"
+    # A term that is 0 throughout gets no panel; one never recorded says so.
+    assert set(axes) == {"total", "position", "unused"}
     assert not axes["unused"].lines and axes["unused"].texts[0].get_text() == "no data"
     assert_saves(fig, tmp_path / "loss.png")
 
@@ -638,3 +638,17 @@ def test_comparison_draws_the_curves_against_trials_and_seconds_too():
     np.testing.assert_allclose(seconds[0].get_xdata(), np.array(steps) * 0.5)
     np.testing.assert_allclose(seconds[0].get_ydata(), curves["a"].mean("replicate"))
     assert not any(ax.axison for ax in grid[1, -3:])
+
+
+def test_a_loss_term_that_is_zero_throughout_gets_no_panel():
+    # A reach has no steps to hold: its hold term is 0 at every batch.
+    data = history(terms=("position", "hold", "effort"))
+    data["loss"].loc[{"term": "hold"}] = xr.where(data.loss.sel(term="hold").notnull(), 0.0, np.nan)
+    data["validation_loss"].loc[{"term": "hold"}] = xr.where(
+        data.validation_loss.sel(term="hold").notnull(), 0.0, np.nan
+    )
+    titles = [term_of(ax.get_title()) for ax in panels(plot_loss_history(data))]
+    assert titles == ["total", "position", "effort"]
+    # Not yet recorded is not zero: before any batch every term keeps its panel.
+    empty = history(terms=("position", "hold"), batches_run=0).where(False)
+    assert len(panels(plot_loss_history(empty))) == 3

@@ -63,13 +63,27 @@ def _plot_contributions(
     return drawn
 
 
+def _zero_throughout(history: xr.Dataset, term: str) -> bool:
+    """Whether every recorded value of `term` is 0 (a term the task never uses, such as
+    ``hold`` for reaches without a hold); a term with nothing recorded yet is not."""
+    values = np.concatenate(
+        [
+            history.loss.sel(term=term).values.ravel(),
+            history.validation_loss.sel(term=term).values.ravel(),
+        ]
+    )
+    recorded = values[~np.isnan(values)]
+    return recorded.size > 0 and not np.any(recorded != 0)
+
+
 def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     """Training and validation loss against batch, one panel per loss term.
 
     Each panel shows the training loss as its mean across replicates with the
     min–max range across replicates shaded, and the validation loss (mean across
     replicates) at its validation steps. Batches that have not run (NaN) are left
-    out. The ``total`` term (the weighted sum) comes first, with each term's weighted
+    out, and so are the terms that are 0 throughout (a task's unused terms, such as
+    ``hold`` for a reach without a hold). The ``total`` term (the weighted sum) comes first, with each term's weighted
     part of it (weight × the term's mean across replicates) as thin lines, so that
     the term that dominates shows; the other panels hold a term's unweighted values,
     their titles its weight (read from the history's ``experiment`` attribute). A
@@ -84,7 +98,7 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
     """
     diverged = diverged_replicates(history)
     weights = _loss_weights(history)
-    terms = list(history.term.values)
+    terms = [t for t in history.term.values if t == "total" or not _zero_throughout(history, t)]
     terms = ["total", *(t for t in terms if t != "total")] if "total" in terms else terms
     n_cols = min(len(terms), 3)
     n_rows = math.ceil(len(terms) / n_cols)
