@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._bootstrap import bootstrap_interval
+from ._comparison_table import comparison_table, interval_row
 
 # The per-replicate statistics of the table: the analysis store's variable, the table's
 # name for it and its units.
@@ -55,31 +55,16 @@ def rotation_table(
                     values = np.asarray(one[variable].values, dtype=np.float64).ravel()
                 else:  # a store written without the shuffle control
                     values = np.full(one.sizes["replicate"], np.nan)
-                low, high = bootstrap_interval(
-                    values,
-                    key=key,
-                    n_resamples=n_resamples,
-                    confidence=confidence,
-                    path=(experiment, str(condition), statistic),
-                )
-                finite = values[np.isfinite(values)]
                 rows.append(
-                    {
-                        "experiment": experiment,
-                        "condition": str(condition),
-                        "statistic": statistic,
-                        "units": units,
-                        "mean": float(finite.mean()) if finite.size else np.nan,
-                        "low": low,
-                        "high": high,
-                        **{f"replicate_{k}": float(value) for k, value in enumerate(values)},
-                    }
+                    interval_row(
+                        experiment,
+                        condition,
+                        statistic,
+                        units,
+                        values,
+                        key=key,
+                        n_resamples=n_resamples,
+                        confidence=confidence,
+                    )
                 )
-    table = pd.DataFrame(rows)
-    replicate_columns = sorted(
-        (column for column in table.columns if column.startswith("replicate_")),
-        key=lambda column: int(column.removeprefix("replicate_")),
-    )
-    table.attrs["confidence"] = confidence
-    columns = ["experiment", "condition", "statistic", "units", "mean", "low", "high"]
-    return table[columns + replicate_columns]
+    return comparison_table(rows, confidence=confidence)

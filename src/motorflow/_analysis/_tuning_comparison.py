@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._bootstrap import bootstrap_interval
+from ._comparison_table import comparison_table, interval_row, replicate_row
 
 
 def axial_mean(angles: np.ndarray) -> tuple[float, float]:
@@ -95,27 +95,23 @@ def preferred_direction_table(
             pooled = pooled_axis(analysis, condition, min_r_squared)
             for variable, statistic, units in _STATISTICS:
                 values = np.asarray(one[variable].values, dtype=np.float64)
-                low, high = bootstrap_interval(
-                    values,
-                    key=key,
-                    n_resamples=n_resamples,
-                    confidence=confidence,
-                    path=(experiment, str(condition), statistic),
-                )
-                finite = values[np.isfinite(values)]
                 rows.append(
-                    _row(experiment, condition, statistic, units, values)
-                    | {
-                        "mean": float(finite.mean()) if finite.size else np.nan,
-                        "low": low,
-                        "high": high,
-                        "pooled": pooled[variable],
-                    }
+                    interval_row(
+                        experiment,
+                        condition,
+                        statistic,
+                        units,
+                        values,
+                        key=key,
+                        n_resamples=n_resamples,
+                        confidence=confidence,
+                    )
+                    | {"pooled": pooled[variable]}
                 )
             axes = np.asarray(one.pd_axis.values, dtype=np.float64)
             mean, spread = axial_mean(axes)
             rows.append(
-                _row(experiment, condition, "axis_deg", "deg", np.degrees(axes))
+                replicate_row(experiment, condition, "axis_deg", "deg", np.degrees(axes))
                 | {
                     "mean": np.degrees(mean),
                     "low": np.nan,
@@ -124,24 +120,9 @@ def preferred_direction_table(
                 }
             )
             rows.append(
-                _row(experiment, condition, "axis_sd_deg", "deg", np.full(axes.shape, np.nan))
+                replicate_row(
+                    experiment, condition, "axis_sd_deg", "deg", np.full(axes.shape, np.nan)
+                )
                 | {"mean": np.degrees(spread), "low": np.nan, "high": np.nan, "pooled": np.nan}
             )
-    table = pd.DataFrame(rows)
-    replicate_columns = sorted(
-        (column for column in table.columns if column.startswith("replicate_")),
-        key=lambda column: int(column.removeprefix("replicate_")),
-    )
-    columns = ["experiment", "condition", "statistic", "units", "mean", "low", "high", "pooled"]
-    table.attrs["confidence"] = confidence
-    return table[columns + replicate_columns]
-
-
-def _row(experiment: str, condition: str, statistic: str, units: str, values: np.ndarray) -> dict:
-    return {
-        "experiment": experiment,
-        "condition": str(condition),
-        "statistic": statistic,
-        "units": units,
-        **{f"replicate_{index}": float(value) for index, value in enumerate(values)},
-    }
+    return comparison_table(rows, confidence=confidence, extra=("pooled",))
