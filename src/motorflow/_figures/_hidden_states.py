@@ -157,6 +157,23 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     return fig
 
 
+def draw_jpc_paths(ax: Axes, paths: np.ndarray, colors, **start_style) -> None:
+    """Trajectories `(trial, time, 2)` in a jPC plane as Churchland et al. (2012, Fig. 3)
+    draw them: a line per trial in its colour, a dot at its start (`start_style`: the
+    dot's scatter settings) and an arrowhead at its end, on square limits."""
+    for path, color in zip(paths, colors):
+        ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
+        ax.scatter(path[0, 0], path[0, 1], color=color, zorder=3, **start_style)
+        if len(path) > 1:
+            ax.annotate(
+                "",
+                xy=path[-1],
+                xytext=path[-2],
+                arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.2},
+            )
+    square_limits(ax, paths.reshape(-1, 2))
+
+
 def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
     """One replicate's hidden trajectories in its top jPC plane, a panel per condition,
     coloured by goal angle, as Churchland et al. (2012, Fig. 3) draw them: starts are
@@ -182,17 +199,7 @@ def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figur
         if not np.isfinite(paths).any():
             no_data(ax, "no data (NaN states, or no rotation)")
         else:
-            for path, color in zip(paths, colors):
-                ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
-                ax.scatter(path[0, 0], path[0, 1], s=12, color=color, zorder=3)
-                if len(path) > 1:
-                    ax.annotate(
-                        "",
-                        xy=path[-1],
-                        xytext=path[-2],
-                        arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.2},
-                    )
-            square_limits(ax, paths.reshape(-1, 2))
+            draw_jpc_paths(ax, paths, colors, s=12)
         ratio = float(one.jpca_r2_ratio)
         skew, best = float(one.jpca_r2_skew), float(one.jpca_r2_best)
         ax.set_xlabel("jPC1 (a.u.)")

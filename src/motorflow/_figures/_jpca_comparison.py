@@ -16,7 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ._style import add_angle_colorbar, angle_colors, by_condition, no_data, square_limits, suptitle
+from ._hidden_states import draw_jpc_paths
+from ._style import add_angle_colorbar, angle_colors, by_condition, no_data, suptitle
 
 # The statistics of the right-hand panel: the store's variable, label and colour.
 _FITS = (
@@ -38,18 +39,9 @@ def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
         no_data(ax, "no data (NaN states, or no rotation)")
         ax.set_title(name, fontsize="medium")
         return
-    for path, color in zip(paths, angle_colors(analysis.goal_angle)):
-        ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
-        ax.scatter(path[0, 0], path[0, 1], s=14, color=color, edgecolor="k", lw=0.4, zorder=3)
-        if len(path) > 1:
-            ax.annotate(
-                "",
-                xy=path[-1],
-                xytext=path[-2],
-                arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.2},
-            )
+    colors = angle_colors(analysis.goal_angle)
+    draw_jpc_paths(ax, paths, colors, s=14, edgecolor="k", lw=0.4)
     ax.plot(0, 0, "k+", ms=6)
-    square_limits(ax, paths.reshape(-1, 2))
     ax.set_title(
         f"{name}\nR² skew {float(one.jpca_r2_skew):.2f} / best {float(one.jpca_r2_best):.2f}"
         f" = {float(one.jpca_r2_ratio):.2f}",
