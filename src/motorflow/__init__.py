@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     )
     from ._analysis._tuning import TuningAnalysis, directional_tuning
     from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
+    from ._config_base import ConfigErrors
     from ._config import (
         ConfigError,
         FeedbackConfig,
@@ -209,6 +210,7 @@ __all__ = [
     "Checkpoints",
     "ClosedLoop",
     "ConfigError",
+    "ConfigErrors",
     "ConstantField",
     "Constraints",
     "CurlField",

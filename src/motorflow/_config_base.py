@@ -9,7 +9,8 @@ default of every key it does not name (at every depth), and every error becomes 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Self, Union
 
 import pydantic
@@ -29,6 +30,55 @@ class ConfigError(ValueError):
         self.path = path
         self.message = message
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class ConfigErrors(ConfigError):
+    """Several independent config problems at once, each a :class:`ConfigError`.
+
+    `path` and `message` are the first problem's (so code that handles one error
+    handles this one too); `errors` holds them all, and the text is one line each.
+    """
+
+    def __init__(self, errors: Iterable[ConfigError]):
+        self.errors = tuple(one for error in errors for one in problems(error))
+        if not self.errors:
+            raise ValueError("ConfigErrors needs at least one error")
+        ValueError.__init__(self, "\n".join(str(error) for error in self.errors))
+        self.path, self.message = self.errors[0].path, self.errors[0].message
+
+
+def problems(error: ConfigError) -> tuple[ConfigError, ...]:
+    """Each problem of `error`: its `errors` when it holds several, else itself."""
+    return error.errors if isinstance(error, ConfigErrors) else (error,)
+
+
+def one_error(errors: Sequence[ConfigError]) -> ConfigError:
+    """The one error, or all of them as a :class:`ConfigErrors` (several problems)."""
+    return errors[0] if len(errors) == 1 else ConfigErrors(errors)
+
+
+class Problems:
+    """Collects the independent problems of a config, so a check reports them all
+    at once; a check that depends on a failed one is skipped by its caller."""
+
+    def __init__(self) -> None:
+        self.errors: list[ConfigError] = []
+
+    @contextlib.contextmanager
+    def collecting(self) -> Iterator[None]:
+        """Run the block; a :class:`ConfigError` it raises is kept, not raised."""
+        try:
+            yield
+        except ConfigError as error:
+            self.errors.extend(problems(error))
+
+    def __bool__(self) -> bool:
+        return bool(self.errors)
+
+    def raise_any(self) -> None:
+        """Raise every problem collected (one error, or a :class:`ConfigErrors`)."""
+        if self.errors:
+            raise one_error(self.errors)
 
 
 # Strict scalar types: `True` is no integer, "100" no number, 2.5 no count.
@@ -287,15 +337,31 @@ def _format_path(prefix: str, parts: Sequence[Any]) -> str:
 
 
 def config_error(error: pydantic.ValidationError, path: str = "", data: Any = None) -> ConfigError:
-    """The first error of a pydantic validation of `data`, as a :class:`ConfigError`
-    under `path`."""
-    first = error.errors(include_url=False)[0]
+    """Every error of a pydantic validation of `data` under `path`: one
+    :class:`ConfigError`, or a :class:`ConfigErrors` when several keys are wrong
+    (pydantic checks every field; a key's first error only)."""
+    found: dict[str, ConfigError] = {}
+    for details in error.errors(include_url=False):
+        for one in problems(_one_config_error(details, path, data)):
+            # A union's alternatives report the same key again: its first error only.
+            found.setdefault(one.path, one)
+    return one_error(list(found.values()))
+
+
+def _one_config_error(first: Mapping[str, Any], path: str, data: Any) -> ConfigError:
     location = _without_union_tags(first["loc"], data)
     cause = first.get("ctx", {}).get("error")
     if isinstance(cause, ConfigError):
         # Raised by a validator: its path is relative to the block it checked.
-        inner = cause.path.split(".") if cause.path else []
-        return ConfigError(_format_path(path, location + inner), cause.message)
+        return one_error(
+            [
+                ConfigError(
+                    _format_path(path, location + (one.path.split(".") if one.path else [])),
+                    one.message,
+                )
+                for one in problems(cause)
+            ]
+        )
     if first["type"] == "missing" and location and isinstance(location[-1], int):
         # A short fixed-length list (e.g. a point [x, y] given one number).
         return ConfigError(

@@ -44,8 +44,11 @@ try:
         mfp.read_config(CONFIG_FILES, dict(workflow.config_settings.config))
     )
 except mf.ConfigError as error:
+    # One line per problem: the typed config reports every bad key at once.
+    each = error.errors if isinstance(error, mf.ConfigErrors) else (error,)
     raise WorkflowError(
-        f"Invalid config: {error}\nNothing was run; fix the config and run again."
+        *(f"Invalid config: {problem}" for problem in each),
+        "Nothing was run; fix the config and run again.",
     ) from None
 loaded, SETTINGS, EXPERIMENTS = CHECKED.config, CHECKED.settings, CHECKED.experiments
 config.clear()

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from .._config_base import ConfigError
+from .._config_base import ConfigError, Problems
 from ._config_file import load_config_file
 from ._experiments import Experiment, _experiment_specs, resolve_experiments
 from ._job_settings import job_run_settings, job_settings
@@ -91,10 +91,17 @@ def _check_schema(config: Mapping[str, Any], settings: WorkflowConfig) -> None:
 
 def check_config(config: Mapping[str, Any]) -> CheckedConfig:
     """Every check the workflow runs before any job, on the plain `config`; raises a
-    :class:`ConfigError` naming the key path of the first problem."""
+    :class:`ConfigError` naming the key path of the problem, or a
+    :class:`ConfigErrors` naming each of several independent ones (the typed
+    config's key errors all at once; when there are none, every cross-field problem).
+    """
     settings = parse_config(config)
-    experiments = resolve_experiments(settings)
-    _check_schema(config, settings)
+    problems = Problems()
+    with problems.collecting():
+        experiments = resolve_experiments(settings)
+    with problems.collecting():
+        _check_schema(config, settings)
+    problems.raise_any()
     specs = _experiment_specs(settings)
     return CheckedConfig(
         config=dict(config),

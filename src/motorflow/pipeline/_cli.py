@@ -125,9 +125,9 @@ def docs(readme: str, check: bool) -> int:
 
 def check(paths: Sequence[str]) -> int:
     """Check the config in `paths` (merged in order): 0 and a line per experiment when
-    it is valid; 1 and the problem (``file:line:column`` or key path, value, what is
-    allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
-    from .._config_base import ConfigError
+    it is valid; 1 and a line per problem (``file:line:column`` or key path, value,
+    what is allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
+    from .._config_base import ConfigError, problems
     from ._check import check_config, read_config
     from ._estimate import preflight
     from ._results_folder import check_results_owner, results_folder
@@ -141,9 +141,11 @@ def check(paths: Sequence[str]) -> int:
             check_results_owner(folder, paths)
         estimates, warnings = preflight(checked.settings, checked.experiments, folder)
     except ConfigError as error:
-        # A YAML problem names its file:line:column already; a key path gets the files.
-        named = any(str(error).startswith(str(Path(path))) for path in paths)
-        print(f"motorflow check: {'' if named else files + ': '}{error}", file=sys.stderr)
+        # One line per problem. A YAML problem names its file:line:column already; a
+        # key path gets the files.
+        for problem in problems(error):
+            named = any(str(problem).startswith(str(Path(path))) for path in paths)
+            print(f"motorflow check: {'' if named else files + ': '}{problem}", file=sys.stderr)
         print("The config is refused; fix it and check again.", file=sys.stderr)
         return 1
     except Exception as error:  # every input gets a message, never a traceback

@@ -16,7 +16,7 @@ from .._config import (
     TaskConfig,
     TrainConfig,
 )
-from .._config_base import ConfigError
+from .._config_base import ConfigError, Problems
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
 from ._workflow_config import ExperimentSpec, WorkflowConfig
@@ -131,85 +131,130 @@ def check_init_from(child: Experiment, parent: Experiment, path: str) -> None:
 
 
 def check_chains(
-    experiments: Mapping[str, Experiment], specs: Mapping[str, tuple[str, ExperimentSpec]]
+    experiments: Mapping[str, Experiment],
+    specs: Mapping[str, tuple[str, ExperimentSpec]],
+    problems: Problems | None = None,
 ) -> None:
-    """Every `init_from` names an experiment it can start from, and no chain loops."""
+    """Every `init_from` names an experiment it can start from, and no chain loops.
+
+    `specs` holds every experiment defined; one defined but not in `experiments` (it
+    has a problem of its own) is not checked as a parent. With `problems`, each
+    experiment's problem is kept there; without, they are raised together.
+    """
+    collected = Problems() if problems is None else problems
     for name, experiment in experiments.items():
-        path = specs[name][0]
-        seen = [name]
-        parent = experiment.init_from
-        while parent is not None:
-            if parent not in experiments:
-                raise ConfigError(
-                    f"{path}.init_from",
-                    f"{parent!r} is not an experiment (defined: {', '.join(specs)})",
-                )
-            if parent in seen:
-                loop = " -> ".join([*seen, parent])
-                raise ConfigError(
-                    f"{path}.init_from", f"the experiments start from each other in a loop: {loop}"
-                )
-            seen.append(parent)
-            parent = experiments[parent].init_from
-        if experiment.init_from is not None:
-            check_init_from(experiment, experiments[experiment.init_from], path)
+        with collected.collecting():
+            _check_chain(name, experiment, experiments, specs)
+    if problems is None:
+        collected.raise_any()
 
 
-def check_protocols(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
+def _check_chain(
+    name: str,
+    experiment: Experiment,
+    experiments: Mapping[str, Experiment],
+    specs: Mapping[str, tuple[str, ExperimentSpec]],
+) -> None:
+    path = specs[name][0]
+    seen = [name]
+    parent = experiment.init_from
+    while parent is not None:
+        if parent not in specs:
+            raise ConfigError(
+                f"{path}.init_from",
+                f"{parent!r} is not an experiment (defined: {', '.join(specs)})",
+            )
+        if parent not in experiments:
+            return  # refused on its own
+        if parent in seen:
+            loop = " -> ".join([*seen, parent])
+            raise ConfigError(
+                f"{path}.init_from", f"the experiments start from each other in a loop: {loop}"
+            )
+        seen.append(parent)
+        parent = experiments[parent].init_from
+    if experiment.init_from is not None:
+        check_init_from(experiment, experiments[experiment.init_from], path)
+
+
+def check_protocols(
+    settings: WorkflowConfig,
+    experiments: Mapping[str, Experiment],
+    specs: Mapping[str, Any],
+    problems: Problems,
+) -> None:
+    """Each protocol's stages are experiments (`specs` names every one defined), its
+    conditions and panels name conditions and stages of its own."""
+    conditions = settings.evaluation.conditions
+
+    def unknown(path: str, name: str, what: str, known: Any, where: str) -> None:
+        problems.errors.append(
+            ConfigError(path, f"{name!r} is not {what} ({where}{', '.join(known)})")
+        )
+
     for name, protocol in settings.protocols.items():
         for index, stage in enumerate(protocol.stages):
-            if stage not in experiments:
-                raise ConfigError(
-                    f"protocols.{name}.stages[{index}]",
-                    f"{stage!r} is not an experiment (defined: {', '.join(experiments)})",
+            if stage not in specs:
+                unknown(
+                    f"protocols.{name}.stages[{index}]", stage, "an experiment", specs, "defined: "
                 )
-        conditions = settings.evaluation.conditions
         for index, condition in enumerate(protocol.conditions):
             if condition not in conditions:
-                raise ConfigError(
+                unknown(
                     f"protocols.{name}.conditions[{index}]",
-                    f"{condition!r} is not an evaluation condition (defined in "
-                    f"evaluation.conditions: {', '.join(conditions)})",
+                    condition,
+                    "an evaluation condition",
+                    conditions,
+                    "defined in evaluation.conditions: ",
                 )
         for index, panel in enumerate(protocol.panels):
             path = f"protocols.{name}.panels[{index}]"
             if panel.stage not in protocol.stages:
-                raise ConfigError(
-                    f"{path}.stage",
-                    f"{panel.stage!r} is not a stage of the protocol "
-                    f"({', '.join(protocol.stages)})",
+                unknown(
+                    f"{path}.stage", panel.stage, "a stage of the protocol", protocol.stages, ""
                 )
             if panel.condition not in conditions:
-                raise ConfigError(
+                unknown(
                     f"{path}.condition",
-                    f"{panel.condition!r} is not an evaluation condition (defined in "
-                    f"evaluation.conditions: {', '.join(conditions)})",
+                    panel.condition,
+                    "an evaluation condition",
+                    conditions,
+                    "defined in evaluation.conditions: ",
                 )
 
 
-def check_comparisons(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
-    """Each comparison lists experiments of the config, each once, and an analysis
-    that draws comparisons."""
+def check_comparisons(
+    settings: WorkflowConfig,
+    experiments: Mapping[str, Experiment],
+    specs: Mapping[str, Any],
+    problems: Problems,
+) -> None:
+    """Each comparison lists experiments of the config (`specs` names every one
+    defined), each once, and an analysis that draws comparisons."""
     for name, comparison in settings.comparisons.items():
         analysis = ANALYSES[comparison.analysis]
         if not analysis.COMPARES:
             comparing = [other for other, kind in ANALYSES.items() if kind.COMPARES]
-            raise ConfigError(
-                f"comparisons.{name}.analysis",
-                f"the {comparison.analysis!r} analysis draws no comparison across "
-                f"experiments; the ones that do: {', '.join(comparing) or 'none'}",
+            problems.errors.append(
+                ConfigError(
+                    f"comparisons.{name}.analysis",
+                    f"the {comparison.analysis!r} analysis draws no comparison across "
+                    f"experiments; the ones that do: {', '.join(comparing) or 'none'}",
+                )
             )
         seen = set()
         for index, experiment in enumerate(comparison.experiments):
-            if experiment not in experiments:
-                raise ConfigError(
-                    f"comparisons.{name}.experiments[{index}]",
-                    f"{experiment!r} is not an experiment (defined: {', '.join(experiments)})",
+            path = f"comparisons.{name}.experiments[{index}]"
+            if experiment not in specs:
+                problems.errors.append(
+                    ConfigError(
+                        path,
+                        f"{experiment!r} is not an experiment (defined: {', '.join(specs)})",
+                    )
                 )
-            if experiment in seen:
-                raise ConfigError(
-                    f"comparisons.{name}.experiments[{index}]",
-                    f"{experiment!r} is listed twice; list each experiment once",
+            elif experiment in seen:
+                problems.errors.append(
+                    ConfigError(path, f"{experiment!r} is listed twice; list each experiment once")
                 )
             seen.add(experiment)
 

@@ -23,7 +23,7 @@ from .._config import (
     check_training_fits_model,
     check_training_fits_task,
 )
-from .._config_base import ConfigError, over_block
+from .._config_base import ConfigError, Problems, over_block
 from .._identity import json_digest
 from .._model._ensemble import build_model
 from .._tasks import Task
@@ -230,25 +230,33 @@ def _resolve_one(
     )
 
 
-def _experiment_specs(settings: WorkflowConfig) -> dict[str, tuple[str, ExperimentSpec]]:
-    """Every experiment's (config path, spec), sweeps expanded."""
+def _experiment_specs(
+    settings: WorkflowConfig, problems: Problems | None = None
+) -> dict[str, tuple[str, ExperimentSpec]]:
+    """Every experiment's (config path, spec), sweeps expanded. With `problems`, a
+    sweep that cannot expand is kept there and left out (the others are checked)."""
+    collected = Problems() if problems is None else problems
     specs = {name: (f"experiments.{name}", spec) for name, spec in settings.experiments.items()}
     for sweep_name, sweep in settings.sweeps.items():
         path = f"sweeps.{sweep_name}"
-        for name, spec in expand_sweep(sweep_name, sweep, settings.experiments, path).items():
-            if name in specs:
-                raise ConfigError(
-                    path,
-                    f"the sweep expands to the experiment name {name!r}, which "
-                    f"{specs[name][0]} already uses; rename one of them",
-                )
-            specs[name] = (f"{path} (as {name})", spec)
+        with collected.collecting():
+            expanded = expand_sweep(sweep_name, sweep, settings.experiments, path)
+            for name in expanded:
+                if name in specs:
+                    raise ConfigError(
+                        path,
+                        f"the sweep expands to the experiment name {name!r}, which "
+                        f"{specs[name][0]} already uses; rename one of them",
+                    )
+            specs.update({name: (f"{path} (as {name})", spec) for name, spec in expanded.items()})
     if len(specs) > MAX_EXPERIMENTS:
         raise ConfigError(
             "sweeps",
             f"the config defines {len(specs):,} experiments; at most {MAX_EXPERIMENTS:,} "
             "are allowed",
         )
+    if problems is None:
+        collected.raise_any()
     return specs
 
 
@@ -259,20 +267,27 @@ def _typed(config: Mapping[str, Any] | WorkflowConfig) -> WorkflowConfig:
 def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str, Experiment]:
     """All experiments of a workflow config, sweeps expanded, in a stable order.
 
-    Raises :class:`ConfigError` naming the key path of the first problem found.
+    Raises :class:`ConfigError` naming the key path of the problem found, or a
+    :class:`ConfigErrors` naming each of several independent problems (a check that
+    needs a part already found wrong is skipped).
     Computes nothing with JAX (model shapes only), so it starts no accelerator.
     """
     settings = _typed(config)
-    specs = _experiment_specs(settings)
-    experiments = {
-        name: _resolve_one(settings, name, spec, path) for name, (path, spec) in specs.items()
-    }
-    check_chains(experiments, specs)
-    check_protocols(settings, experiments)
-    check_comparisons(settings, experiments)
-    check_drawn_replicate(settings, experiments)
-    check_pca_components(settings, experiments)
-    check_jpca_window(settings, experiments)
+    problems = Problems()
+    specs = _experiment_specs(settings, problems)
+    experiments = {}
+    for name, (path, spec) in specs.items():
+        with problems.collecting():
+            experiments[name] = _resolve_one(settings, name, spec, path)
+    # The checks across experiments see only the experiments that resolved: one
+    # that did not has its problem reported already, and is not named again.
+    check_chains(experiments, specs, problems)
+    for check in (check_protocols, check_comparisons):
+        check(settings, experiments, specs, problems)
+    for check in (check_drawn_replicate, check_pca_components, check_jpca_window):
+        with problems.collecting():
+            check(settings, experiments)
+    problems.raise_any()
     return experiments
 
 

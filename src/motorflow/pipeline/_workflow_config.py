@@ -30,6 +30,7 @@ from .._config_base import (
     PositiveNumber,
     Text,
     config_error,
+    one_error,
 )
 from .._metrics import METRIC_UNITS
 from .._perturbations import AnyPerturbation
@@ -390,15 +391,19 @@ class WorkflowConfig(Block):
     @model_validator(mode="after")
     def _reset_optimizer_only_with_init_from(self) -> WorkflowConfig:
         # The experiments as written: a sweep's copies carry every key of their base.
-        for name, spec in self.experiments.items():
-            if "reset_optimizer" in spec.model_fields_set and spec.init_from is None:
-                raise ConfigError(
-                    f"experiments.{name}.reset_optimizer",
-                    f"is set ({str(spec.reset_optimizer).lower()}) but init_from is not: "
-                    "reset_optimizer says whether a chained experiment continues its "
-                    "parent's optimizer state; set init_from to the experiment to start "
-                    "from, or remove reset_optimizer",
-                )
+        errors = [
+            ConfigError(
+                f"experiments.{name}.reset_optimizer",
+                f"is set ({str(spec.reset_optimizer).lower()}) but init_from is not: "
+                "reset_optimizer says whether a chained experiment continues its "
+                "parent's optimizer state; set init_from to the experiment to start "
+                "from, or remove reset_optimizer",
+            )
+            for name, spec in self.experiments.items()
+            if "reset_optimizer" in spec.model_fields_set and spec.init_from is None
+        ]
+        if errors:
+            raise one_error(errors)
         return self
 
     def filled_sections(self) -> dict[str, Any]:
@@ -422,7 +427,8 @@ def check_finite(value: Any, path: str = "") -> None:
 
 
 def parse_config(config: Mapping[str, Any]) -> WorkflowConfig:
-    """The typed workflow config, or a :class:`ConfigError` naming the first bad key."""
+    """The typed workflow config, or a :class:`ConfigError` naming the bad key (a
+    :class:`ConfigErrors` naming each, when several are bad)."""
     if not isinstance(config, Mapping):
         raise ConfigError("(top level)", f"must be a mapping of sections, got {config!r}")
     check_finite(config)
