@@ -21,8 +21,13 @@ def drop(path):
 
 
 def rename_experiment(new_name):
+    """Rename the experiment 'quiet', and drop it from the protocol's stages, its only
+    mention (the new name is the config's one problem)."""
+
     def edit(config):
         config["experiments"][new_name] = config["experiments"].pop("quiet")
+        for protocol in config.get("protocols", {}).values():
+            protocol["stages"] = [stage for stage in protocol["stages"] if stage != "quiet"]
 
     return edit
 

@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 import yaml
 from workflow_helpers import (
+    at,
     evaluate_through_stage,
     make_workdir,
     planned_jobs,
@@ -459,6 +460,74 @@ def test_check_and_the_workflow_refuse_a_config_with_the_same_message(capsys, tm
     result = snakemake(workdir, "--dry-run", check=False)
     assert result.returncode != 0
     assert f"Invalid config: {message}" in result.stdout + result.stderr
+    assert not (workdir / "results").exists()
+
+
+# Three independent mistakes in three sections, and the line each must get.
+THREE_KEY_ERRORS = {
+    "tasks.reach.n_steps": ("tasks.reach.n_steps", -1, "must be an integer >= 1, got -1"),
+    "figures.dpi": ("figures.dpi", 5, "must be an integer >= 10, got 5"),
+    "evaluation.goal_radius": ("evaluation.goal_radius", -1.0, "must be a number > 0, got -1.0"),
+}
+# Three independent cross-field mistakes (each checked once the keys are valid).
+THREE_CROSS_FIELD_ERRORS = {
+    "analysis.pca.n_components": (
+        "analysis.pca",
+        {"n_components": 9},
+        "is 9, but experiment 'quiet' has network.hidden_size 8",
+    ),
+    "analysis.replicate": ("analysis.replicate", 2, "is 2, but experiment 'quiet' has 2"),
+    "comparisons.both.experiments[0]": (
+        "comparisons",
+        {"both": {"analysis": "tuning", "experiments": ["nope"]}},
+        "'nope' is not an experiment",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistakes", [THREE_KEY_ERRORS, THREE_CROSS_FIELD_ERRORS])
+def test_check_reports_every_independent_problem_on_a_line_of_its_own(capsys, tmp_path, mistakes):
+    config = tiny_config()
+    for where, value, _ in mistakes.values():
+        at(where, value)(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    code, out, err = run(capsys, "check", path)
+    assert code == 1 and out == "", err
+    *lines, advice = err.strip().splitlines()
+    assert advice.startswith("The config is refused"), err
+    assert len(lines) == 3, err
+    for key, (_, _, message) in mistakes.items():
+        (line,) = [line for line in lines if f": {key}: " in line]
+        assert line.startswith(f"motorflow check: {path}: {key}: ") and message in line, err
+
+
+def test_a_check_that_needs_a_refused_experiment_is_skipped(capsys, tmp_path):
+    # 'quiet' is refused (a delay as long as its trials): the protocol and the
+    # comparison naming it say nothing more about it (it is defined, not missing).
+    config = tiny_config()
+    at("experiments.quiet.override", {"model": {"feedback": {"delay": 15}}})(config)
+    at("comparisons", {"both": {"analysis": "tuning", "experiments": ["quiet", "noisy"]}})(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    code, _, err = run(capsys, "check", path)
+    assert code == 1
+    (line,) = err.strip().splitlines()[:-1]
+    assert "experiments.quiet.model.feedback.delay" in line, err
+
+
+@pytest.mark.workflow
+def test_the_workflow_names_every_independent_problem(tmp_path):
+    config = tiny_config()
+    for where, value, _ in THREE_KEY_ERRORS.values():
+        at(where, value)(config)
+    workdir = make_workdir(tmp_path, config)
+    result = snakemake(workdir, "--dry-run", check=False)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert output.count("Invalid config:") == 3, output[-3000:]
+    for key, (_, _, message) in THREE_KEY_ERRORS.items():
+        assert f"Invalid config: {key}: {message}" in output, output[-3000:]
     assert not (workdir / "results").exists()
 
 

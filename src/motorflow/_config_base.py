@@ -340,12 +340,20 @@ def config_error(error: pydantic.ValidationError, path: str = "", data: Any = No
     """Every error of a pydantic validation of `data` under `path`: one
     :class:`ConfigError`, or a :class:`ConfigErrors` when several keys are wrong
     (pydantic checks every field; a key's first error only)."""
-    found: dict[str, ConfigError] = {}
+    found: list[ConfigError] = []
     for details in error.errors(include_url=False):
         for one in problems(_one_config_error(details, path, data)):
-            # A union's alternatives report the same key again: its first error only.
-            found.setdefault(one.path, one)
-    return one_error(list(found.values()))
+            # A key's first error only: a union's alternatives report the same key
+            # again, and a list with a bad item may also report the list.
+            if not any(_nested(one.path, other.path) for other in found):
+                found.append(one)
+    return one_error(found)
+
+
+def _nested(path: str, other: str) -> bool:
+    """The key paths are the same, or one is inside the other."""
+    inner, outer = (path, other) if len(path) >= len(other) else (other, path)
+    return inner == outer or inner.startswith((f"{outer}.", f"{outer}["))
 
 
 def _one_config_error(first: Mapping[str, Any], path: str, data: Any) -> ConfigError:

@@ -24,6 +24,7 @@ from .._config import (
     check_training_fits_task,
 )
 from .._config_base import ConfigError, Problems, over_block
+from .._config_base import problems as problems_of
 from .._identity import json_digest
 from .._model._ensemble import build_model
 from .._tasks import Task
@@ -276,9 +277,21 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     problems = Problems()
     specs = _experiment_specs(settings, problems)
     experiments = {}
+    said: set[tuple[str, str]] = set()
     for name, (path, spec) in specs.items():
-        with problems.collecting():
+        try:
             experiments[name] = _resolve_one(settings, name, spec, path)
+        except ConfigError as error:
+            for problem in problems_of(error):
+                # Experiments sharing a bad block (or a bad evaluation condition)
+                # meet the same problem: said once, under the first of them.
+                if problem.path.startswith(path):
+                    seen = (problem.path.removeprefix(path), problem.message)
+                else:
+                    seen = (problem.path, "")
+                if seen not in said:
+                    said.add(seen)
+                    problems.errors.append(problem)
     # The checks across experiments see only the experiments that resolved: one
     # that did not has its problem reported already, and is not named again.
     check_chains(experiments, specs, problems)
