@@ -8,8 +8,8 @@ default of every key it does not name (at every depth), and every error becomes 
 
 from __future__ import annotations
 
-import copy
 import contextlib
+import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Self, Union
 
