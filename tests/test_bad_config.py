@@ -819,6 +819,77 @@ CASES = {
         "analysis.pca.n_components",
         ["is 9", "'quiet' has network.hidden_size 8", "8 or below"],
     ),
+    # a setting that acts only with a partner's value, set without it
+    "a time constant of a gru cell": (
+        at("models.small.network.tau", 0.2),
+        "experiments.quiet.model.network.tau",
+        ["tau is 0.2", "model.network.cell 'leaky' or 'reservoir'", "cell is 'gru'"],
+    ),
+    "a reservoir's gain in a gru cell": (
+        at("models.small.network.gain", 2.0),
+        "experiments.quiet.model.network.gain",
+        ["gain is 2.0", "model.network.cell 'reservoir'", "remove gain"],
+    ),
+    "a reservoir's connectivity in an rnn cell": (
+        at("models.small.network", {"cell": "rnn", "connectivity": 0.5}),
+        "experiments.quiet.model.network.connectivity",
+        ["connectivity is 0.5", "cell is 'rnn'"],
+    ),
+    "weight decay of adam": (
+        at("trainings.quick.optimizer.weight_decay", 0.01),
+        "experiments.quiet.training.optimizer.weight_decay",
+        ["weight_decay is 0.01", "training.optimizer.name 'adamw'", "name is 'adam'"],
+    ),
+    "momentum of adamw": (
+        at("trainings.quick.optimizer", {"name": "adamw", "momentum": 0.9}),
+        "experiments.quiet.training.optimizer.momentum",
+        ["momentum is 0.9", "training.optimizer.name 'sgd'", "name is 'adamw'"],
+    ),
+    "a warm-up of a constant rate": (
+        at("trainings.quick.optimizer.schedule", {"warmup_steps": 5}),
+        "experiments.quiet.training.optimizer.schedule.warmup_steps",
+        ["warmup_steps is 5", "schedule.kind 'warmup_cosine'", "kind is 'constant'"],
+    ),
+    "an end factor of an exponential decay": (
+        at("trainings.quick.optimizer.schedule", {"kind": "exponential", "end_factor": 0.1}),
+        "experiments.quiet.training.optimizer.schedule.end_factor",
+        ["end_factor is 0.1", "'warmup_cosine'", "kind is 'exponential'"],
+    ),
+    "decay steps of a warm-up": (
+        at("trainings.quick.optimizer.schedule", {"kind": "warmup_cosine", "decay_steps": 10}),
+        "experiments.quiet.training.optimizer.schedule.decay_steps",
+        ["decay_steps is 10", "schedule.kind 'exponential'", "kind is 'warmup_cosine'"],
+    ),
+    "a decay rate of a constant rate": (
+        at("trainings.quick.optimizer.schedule", {"decay_rate": 0.5}),
+        "experiments.quiet.training.optimizer.schedule.decay_rate",
+        ["decay_rate is 0.5", "'exponential'"],
+    ),
+    "a random feedback's scale with symmetric feedback": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                learning={"kind": "eprop", "feedback": "symmetric", "feedback_scale": 2.0}
+            ),
+        ),
+        "experiments.quiet.training.learning.feedback_scale",
+        ["feedback_scale is 2.0", "learning.feedback 'random'", "feedback is 'symmetric'"],
+    ),
+    "a corrective stiffness of an open-loop target": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                trainable=["network.readout"], learning={"kind": "rls", "stiffness": 4.0}
+            ),
+        ),
+        "experiments.quiet.training.learning.stiffness",
+        ["stiffness is 4.0", "learning.target 'corrective'", "target is 'open_loop'"],
+    ),
+    "a sweep over a setting the base experiment's cell ignores": (
+        sweep({"model.network.gain": [1.5, 2.0]}),
+        "sweeps.s.grid.model.network.gain",
+        ["gain is 2.0", "model.network.cell 'reservoir'", "cell is 'gru'"],
+    ),
     # nothing to do
     "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),
     "no tasks at all": (drop("tasks"), "tasks", ["'tasks'", "required"]),

@@ -139,7 +139,8 @@ CORPUS = {
     ),
     "model cell": (at("models.small.network.cell", "rnn"), TRAIN),
     "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),
-    "model tau": (at("models.small.network.tau", 0.2), TRAIN),
+    # tau acts only in a leaky or reservoir cell (with the gru, an error)
+    "leaky tau": (at("models.small.network", {"cell": "leaky", "tau": 0.2}), TRAIN),
     "model hidden noise": (at("models.small.network.hidden_noise_std", 0.02), TRAIN),
     # FORCE's reservoir: its gain, sparsity, sub-steps and output fed back.
     "reservoir network": (
@@ -172,14 +173,31 @@ CORPUS = {
     "trainable": (at("trainings.quick.trainable", ["network.readout"]), TRAIN),
     "optimizer name": (at("trainings.quick.optimizer.name", "sgd"), TRAIN),
     "learning rate": (at("trainings.quick.optimizer.learning_rate", 0.02), TRAIN),
-    "weight decay": (at("trainings.quick.optimizer.weight_decay", 0.01), TRAIN),
-    "momentum": (at("trainings.quick.optimizer.momentum", 0.9), TRAIN),
+    # each acts only with its optimizer (with another, an error)
+    "weight decay": (
+        at("trainings.quick.optimizer", {"name": "adamw", "weight_decay": 0.01}),
+        TRAIN,
+    ),
+    "momentum": (at("trainings.quick.optimizer", {"name": "sgd", "momentum": 0.9}), TRAIN),
     "clipping": (at("trainings.quick.optimizer.clip_global_norm", 1.0), TRAIN),
     "schedule": (at("trainings.quick.optimizer.schedule", {"kind": "exponential"}), TRAIN),
-    "warm-up": (at("trainings.quick.optimizer.schedule.warmup_steps", 5), TRAIN),
-    "end factor": (at("trainings.quick.optimizer.schedule.end_factor", 0.1), TRAIN),
-    "decay rate": (at("trainings.quick.optimizer.schedule.decay_rate", 0.5), TRAIN),
-    "decay steps": (at("trainings.quick.optimizer.schedule.decay_steps", 10), TRAIN),
+    # each acts only in its schedule's kind (in another, an error)
+    "warm-up": (
+        at("trainings.quick.optimizer.schedule", {"kind": "warmup_cosine", "warmup_steps": 5}),
+        TRAIN,
+    ),
+    "end factor": (
+        at("trainings.quick.optimizer.schedule", {"kind": "warmup_cosine", "end_factor": 0.1}),
+        TRAIN,
+    ),
+    "decay rate": (
+        at("trainings.quick.optimizer.schedule", {"kind": "exponential", "decay_rate": 0.5}),
+        TRAIN,
+    ),
+    "decay steps": (
+        at("trainings.quick.optimizer.schedule", {"kind": "exponential", "decay_steps": 10}),
+        TRAIN,
+    ),
     "loss weight": (at("trainings.quick.loss.effort.weight", 0.1), TRAIN),
     "loss discount": (at("trainings.quick.loss.position.discount_power", 2), TRAIN),
     "validation cadence": (at("trainings.quick.validation", {"every": 5}), TRAIN),
@@ -226,7 +244,12 @@ CORPUS = {
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),
             config["trainings"]["quick"].update(
-                learning={"kind": "eprop", "trace_clip": 10.0, "replace_non_finite": True}
+                learning={
+                    "kind": "eprop",
+                    "feedback_scale": 2.0,
+                    "trace_clip": 10.0,
+                    "replace_non_finite": True,
+                }
             ),
         ),
         TRAIN,
@@ -235,7 +258,7 @@ CORPUS = {
         lambda config: (
             config["models"]["small"]["network"].update(cell="rnn"),
             config["trainings"]["quick"].update(
-                learning={"kind": "eprop", "feedback": "symmetric", "feedback_scale": 2.0}
+                learning={"kind": "eprop", "feedback": "symmetric"}
             ),
         ),
         TRAIN,
@@ -560,7 +583,6 @@ NAMED_SETTING = {
     "model damping": "model.plant.damping",
     "model cell": "model.network.cell",
     "model hidden size": "model.network.hidden_size",
-    "model tau": "model.network.tau",
     "model hidden noise": "model.network.hidden_noise_std",
     "model feedback delay": "model.feedback.delay",
     "model feedback noise": "model.feedback.noise_std",

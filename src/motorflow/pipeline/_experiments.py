@@ -39,6 +39,7 @@ from ._experiment_checks import (
     check_protocols,
     check_trial_specs_fit,
 )
+from ._partners import check_partners
 from ._sweeps import MAX_EXPERIMENTS, expand_sweep
 from ._workflow_config import ExperimentSpec, WorkflowConfig, parse_config
 
@@ -202,6 +203,12 @@ def _resolve_one(
     check_model_fits_task(blocks["model"], blocks["task"], path)
     check_training_fits_model(blocks["training"], blocks["model"], path)
     check_training_fits_task(blocks["training"], blocks["task"], path)
+    if path.startswith("sweeps."):  # a sweep's point: "sweeps.<name> (as <experiment>)"
+        sweep_path = path.split(" ", 1)[0]
+        swept = settings.sweeps[sweep_path.removeprefix("sweeps.")].grid
+        check_partners(blocks["model"], blocks["training"], sweep_path, swept)
+    else:
+        check_partners(blocks["model"], blocks["training"], path)
     check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
     check_trial_specs_fit(blocks["task"], blocks["training"], path)
     # Trainable paths name parts of the model: check them on the model's shapes, which
