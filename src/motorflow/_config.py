@@ -46,7 +46,8 @@ class NetworkConfig(Block):
     tau: PositiveNumber = Field(
         0.1,
         description="time constant of the `leaky` and `reservoir` cells in seconds (>= "
-        "the cell's step, `dt / substeps`)",
+        "the cell's step, `dt / substeps`). Partner `cell`: set (not the default) for "
+        "another cell, an error",
     )
     hidden_noise_std: NonNegativeNumber = Field(
         0.0, description="std of Gaussian noise added to the hidden state every step"
@@ -59,12 +60,13 @@ class NetworkConfig(Block):
     gain: PositiveNumber = Field(
         1.5,
         description="`reservoir` only: gain g of the recurrent weights (chaotic above 1; "
-        "FORCE's 1.5)",
+        "FORCE's 1.5). Partner `cell`: set for another cell, an error",
     )
     connectivity: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
         0.1,
         description="`reservoir` only: probability p that a recurrent weight is nonzero "
-        "(nonzero weights drawn from N(0, 1/(p hidden_size)); FORCE's 0.1)",
+        "(nonzero weights drawn from N(0, 1/(p hidden_size)); FORCE's 0.1). Partner "
+        "`cell`: set for another cell, an error",
     )
     output_feedback: Boolean = Field(
         False,
@@ -143,16 +145,22 @@ class ScheduleConfig(Block):
     warmup_steps: NonNegativeInt = Field(
         0,
         description="`warmup_cosine`: batches of linear warm-up (at most the training's "
-        "`n_batches`)",
+        "`n_batches`). Partner `kind`: set for another kind, an error",
     )
     end_factor: NonNegativeNumber = Field(
-        0.0, description="`warmup_cosine`: final rate as a fraction of the peak"
+        0.0,
+        description="`warmup_cosine`: final rate as a fraction of the peak. Partner "
+        "`kind`: set for another kind, an error",
     )
     decay_rate: PositiveNumber = Field(
-        0.1, description="`exponential`: factor per `decay_steps` batches"
+        0.1,
+        description="`exponential`: factor per `decay_steps` batches. Partner `kind`: "
+        "set for another kind, an error",
     )
     decay_steps: PositiveInt = Field(
-        1000, description="`exponential`: batches per `decay_rate` factor"
+        1000,
+        description="`exponential`: batches per `decay_rate` factor. Partner `kind`: set "
+        "for another kind, an error",
     )
 
 
@@ -177,8 +185,14 @@ class OptimizerConfig(Block):
         description="a rate of their own for parts of the model (`{path: rate}`), each on "
         "the schedule; see Staged training and learning rates per part",
     )
-    weight_decay: NonNegativeNumber = Field(1e-4, description="`adamw` only")
-    momentum: NonNegativeNumber = Field(0.0, lt=1, description="`sgd` only (0 = none)")
+    weight_decay: NonNegativeNumber = Field(
+        1e-4, description="`adamw` only. Partner `name`: set for another optimizer, an error"
+    )
+    momentum: NonNegativeNumber = Field(
+        0.0,
+        lt=1,
+        description="`sgd` only (0 = none). Partner `name`: set for another optimizer, an error",
+    )
     clip_global_norm: PositiveNumber | None = Field(
         None, description="clip each replicate's gradient to this global norm"
     )

@@ -165,7 +165,9 @@ class EProp(AbstractLearningRule):
         "readout's transpose)",
     )
     feedback_scale: PositiveNumber = Field(
-        1.0, description="random feedback: the weights' std times `sqrt(hidden_size)`"
+        1.0,
+        description="random feedback: the weights' std times `sqrt(hidden_size)`. "
+        "Partner `feedback`: set with `symmetric`, an error",
     )
     trace_clip: PositiveNumber | None = Field(
         None,

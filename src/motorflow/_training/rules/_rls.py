@@ -84,14 +84,16 @@ class RLS(AbstractLearningRule):
     )
     stiffness: PositiveNumber = Field(
         9.0,
-        description="`corrective` target: acceleration per metre of position error (1/s^2)",
+        description="`corrective` target: acceleration per metre of position error "
+        "(1/s^2). Partner `target`: set with `open_loop`, an error",
     )
     damping: PositiveNumber = Field(
         6.0,
         description="`corrective` target: acceleration per m/s of velocity error (1/s; "
         "2 sqrt(stiffness) is critical damping). The defaults keep a unit point mass "
         "stable when the correction acts on a state 0.1 s old with 50 ms steps "
-        "(spectral radius 0.90), where stiffness 100 and damping 20 are not (1.25)",
+        "(spectral radius 0.90), where stiffness 100 and damping 20 are not (1.25). "
+        "Partner `target`: set with `open_loop`, an error",
     )
     exact_gradient = False
 
