@@ -885,6 +885,16 @@ CASES = {
         "experiments.quiet.training.learning.stiffness",
         ["stiffness is 4.0", "learning.target 'corrective'", "target is 'open_loop'"],
     ),
+    "a reach of the targets longer than the trial": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                trainable=["network.readout"], learning={"kind": "rls", "movement_time": 0.8}
+            ),
+        ),
+        "experiments.quiet.training.learning.movement_time",
+        ["lasts 0.8 s", "trials' 0.75 s (task n_steps 15 x model dt 0.05)", "at most 0.75 s"],
+    ),
     "a sweep over a setting the base experiment's cell ignores": (
         sweep({"model.network.gain": [1.5, 2.0]}),
         "sweeps.s.grid.model.network.gain",

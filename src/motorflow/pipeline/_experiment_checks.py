@@ -77,6 +77,29 @@ def check_perturbation_times(
             )
 
 
+def check_movement_time(
+    task: TaskConfig, model: ModelConfig, train: TrainConfig, path: str
+) -> None:
+    """The minimum-jerk reach that RLS's targets follow (Flash & Hogan 1985; see
+    `motorflow._training.rules._targets`) ends within the trial, also after the
+    latest go cue: otherwise the targets never bring the effector to the goal."""
+    movement_time = getattr(train.learning, "movement_time", None)
+    if movement_time is None:
+        return
+    duration = task.n_steps * model.dt
+    go_step = getattr(task, "go_step", None)
+    start = 0.0 if go_step is None else go_step[1] * model.dt
+    if start + movement_time > duration + 1e-9:
+        after = f" after the latest go cue (go_step {go_step[1]})" if go_step else ""
+        raise ConfigError(
+            f"{path}.training.learning.movement_time",
+            f"the reach the targets follow lasts {movement_time:g} s{after}, beyond the "
+            f"trials' {duration:g} s (task n_steps {task.n_steps} x model dt "
+            f"{model.dt:g}), so the targets never reach the goal; make movement_time at "
+            f"most {duration - start:g} s or the trials longer",
+        )
+
+
 def _model_shapes(experiment: Experiment) -> list[tuple[int, ...]]:
     """The shapes of the ensemble's arrays, in order (computed without running JAX)."""
     ensemble = eqx.filter_eval_shape(

@@ -34,6 +34,7 @@ from ._experiment_checks import (
     check_comparisons,
     check_drawn_replicate,
     check_jpca_window,
+    check_movement_time,
     check_pca_components,
     check_perturbation_times,
     check_protocols,
@@ -203,6 +204,7 @@ def _resolve_one(
     check_model_fits_task(blocks["model"], blocks["task"], path)
     check_training_fits_model(blocks["training"], blocks["model"], path)
     check_training_fits_task(blocks["training"], blocks["task"], path)
+    check_movement_time(blocks["task"], blocks["model"], blocks["training"], path)
     if path.startswith("sweeps."):  # a sweep's point: "sweeps.<name> (as <experiment>)"
         sweep_path = path.split(" ", 1)[0]
         swept = settings.sweeps[sweep_path.removeprefix("sweeps.")].grid

@@ -66,7 +66,10 @@ class RLS(AbstractLearningRule):
         "as `regularization I` (FORCE's alpha)",
     )
     movement_time: PositiveNumber = Field(
-        0.5, description="duration (s) of the minimum-jerk reach the targets follow"
+        0.5,
+        description="duration (s) of the minimum-jerk reach the targets follow. Partners: "
+        "the task's `n_steps` (and latest `go_step`) and the model's `dt`: the reach must "
+        "end within the trial, else an error",
     )
     update_every: PositiveInt | None = Field(
         None,
