@@ -980,3 +980,16 @@ def test_a_name_with_a_trailing_newline_is_refused(edit, section):
     assert "not a valid name" in error.value.message or "not a sweep setting" in (
         error.value.message
     )
+
+
+def test_every_independent_problem_of_an_experiment_is_reported_once():
+    # Two problems in blocks both experiments share: each said once, under the first.
+    config = tiny_config()
+    at("models.small.feedback.delay", 15)(config)
+    at("trainings.quick.optimizer.weight_decay", 0.01)(config)
+    with pytest.raises(mf.ConfigErrors) as error:
+        mfp.resolve_experiments(config)
+    assert [problem.path for problem in error.value.errors] == [
+        "experiments.quiet.model.feedback.delay",
+        "experiments.quiet.training.optimizer.weight_decay",
+    ], str(error.value)

@@ -181,40 +181,28 @@ def experiment_keys(seed: int) -> dict[str, jax.Array]:
     return {name: jax.random.fold_in(root, index) for index, name in enumerate(names)}
 
 
-def _resolve_one(
-    settings: WorkflowConfig, name: str, spec: ExperimentSpec, path: str
-) -> Experiment:
-    _check_experiment_name(name, path)
-    blocks: dict[str, Any] = {}
-    for block, (section, cls) in BLOCKS.items():
-        reference = getattr(spec, block)
-        defined = getattr(settings, section)
-        if reference not in defined:
-            raise ConfigError(
-                f"{path}.{block}",
-                f"{reference!r} is not defined in {section} (defined: {', '.join(defined)})",
-            )
-        override = getattr(spec.override, block)
-        if override is None:
-            blocks[block] = defined[reference]
-        else:
-            blocks[block] = over_block(
-                defined[reference], override, f"{path}.override.{block}", cls
-            )
-    check_model_fits_task(blocks["model"], blocks["task"], path)
-    check_training_fits_model(blocks["training"], blocks["model"], path)
-    check_training_fits_task(blocks["training"], blocks["task"], path)
-    check_movement_time(blocks["task"], blocks["model"], blocks["training"], path)
-    if path.startswith("sweeps."):  # a sweep's point: "sweeps.<name> (as <experiment>)"
-        sweep_path = path.split(" ", 1)[0]
-        swept = settings.sweeps[sweep_path.removeprefix("sweeps.")].grid
-        check_partners(blocks["model"], blocks["training"], sweep_path, swept)
-    else:
-        check_partners(blocks["model"], blocks["training"], path)
-    check_perturbation_times(settings, name, spec, blocks["task"], blocks["model"], path)
-    check_trial_specs_fit(blocks["task"], blocks["training"], path)
-    # Trainable paths name parts of the model: check them on the model's shapes, which
-    # computes nothing (so the Snakemake controller never starts an accelerator).
+def _block(
+    settings: WorkflowConfig, spec: ExperimentSpec, block: str, section: str, cls: Any, path: str
+) -> Any:
+    """The experiment's `block` (task, model or training): the named one, with the
+    experiment's override merged over it."""
+    reference = getattr(spec, block)
+    defined = getattr(settings, section)
+    if reference not in defined:
+        raise ConfigError(
+            f"{path}.{block}",
+            f"{reference!r} is not defined in {section} (defined: {', '.join(defined)})",
+        )
+    override = getattr(spec.override, block)
+    if override is None:
+        return defined[reference]
+    return over_block(defined[reference], override, f"{path}.override.{block}", cls)
+
+
+def _check_trained_parts(blocks: Mapping[str, Any], path: str) -> None:
+    """Trainable paths and per-part learning rates name parts of the model: checked on
+    the model's shapes, which computes nothing (so the Snakemake controller never
+    starts an accelerator)."""
     model = eqx.filter_eval_shape(
         build_model,
         blocks["model"],
@@ -228,6 +216,42 @@ def _resolve_one(
         blocks["training"].optimizer,
         f"{path}.training.optimizer",
     )
+
+
+def _resolve_one(
+    settings: WorkflowConfig, name: str, spec: ExperimentSpec, path: str
+) -> Experiment:
+    problems = Problems()
+    with problems.collecting():
+        _check_experiment_name(name, path)
+    blocks: dict[str, Any] = {}
+    for block, (section, cls) in BLOCKS.items():
+        with problems.collecting():
+            blocks[block] = _block(settings, spec, block, section, cls, path)
+    problems.raise_any()  # the checks below need every block
+    # Each check is independent of the others: every problem is reported.
+    if path.startswith("sweeps."):  # a sweep's point: "sweeps.<name> (as <experiment>)"
+        sweep_path = path.split(" ", 1)[0]
+        swept = settings.sweeps[sweep_path.removeprefix("sweeps.")].grid
+        partners = (blocks["model"], blocks["training"], sweep_path, swept)
+    else:
+        partners = (blocks["model"], blocks["training"], path)
+    for check, arguments in (
+        (check_model_fits_task, (blocks["model"], blocks["task"], path)),
+        (check_training_fits_model, (blocks["training"], blocks["model"], path)),
+        (check_training_fits_task, (blocks["training"], blocks["task"], path)),
+        (check_movement_time, (blocks["task"], blocks["model"], blocks["training"], path)),
+        (check_partners, partners),
+        (
+            check_perturbation_times,
+            (settings, name, spec, blocks["task"], blocks["model"], path),
+        ),
+        (check_trial_specs_fit, (blocks["task"], blocks["training"], path)),
+        (_check_trained_parts, (blocks, path)),
+    ):
+        with problems.collecting():
+            check(*arguments)
+    problems.raise_any()
     return Experiment(
         name=name,
         task_name=spec.task,
