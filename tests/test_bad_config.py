@@ -835,6 +835,11 @@ CASES = {
         "experiments.quiet.model.network.connectivity",
         ["connectivity is 0.5", "cell is 'rnn'"],
     ),
+    "output feedback of a gru cell": (
+        at("models.small.network.output_feedback", True),
+        "models.small.network.output_feedback",
+        ["output feedback needs the reservoir cell", "got cell gru"],
+    ),
     "weight decay of adam": (
         at("trainings.quick.optimizer.weight_decay", 0.01),
         "experiments.quiet.training.optimizer.weight_decay",

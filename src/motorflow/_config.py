@@ -78,7 +78,7 @@ class NetworkConfig(Block):
     def _feedback_needs_a_reservoir(self) -> NetworkConfig:
         if self.output_feedback and self.cell != "reservoir":
             raise ConfigError(
-                "network.output_feedback",
+                "output_feedback",
                 f"output feedback needs the reservoir cell, got cell {self.cell}",
             )
         return self
