@@ -23,6 +23,66 @@ _REPLICATE_SPREAD = 0.12  # half the width of a column's dots, in experiments
 _INTERVAL_OFFSET = 0.22  # the interval stands right of the dots, never over them
 
 
+MAX_WIDTH = 16.0  # inches: a comparison of any size stays within a screen's width
+_PANEL_HEIGHT = 3.6  # inches, per row of panels
+_MAX_TILTED = 6  # experiments whose tick labels still fit tilted rather than upright
+_CURVE_WIDTH = 5.5  # inches: a curves panel and its legend beside it
+
+
+def _metric_width(n_experiments: int) -> float:
+    """A metric panel's width in inches: room for each experiment's tilted tick label
+    (two lines of 8 pt text), never wider than the figure's bound."""
+    return min(MAX_WIDTH, max(3.5, 0.42 * n_experiments + 1.5))
+
+
+def _experiment_color(index: int, n_experiments: int) -> object:
+    """An experiment's colour in the curves: the default cycle up to 10 experiments,
+    past that the 20 of ``tab20`` (so that no two of up to 20 share one)."""
+    if n_experiments <= 10:
+        return f"C{index}"
+    return mpl.colormaps["tab20"](index % 20)
+
+
+def _label_room(labels: list[str]) -> float:
+    """Inches below a panel that its upright tick labels take (about 0.07 in per
+    character at the default 10 pt), so that long names do not squash the data."""
+    if len(labels) <= _MAX_TILTED:
+        return 0.0
+    return 0.07 * max(len(line) for label in labels for line in label.split("\n"))
+
+
+def _wrapped_grid(
+    fig: Figure, widths: list[float], n_rows: int, *, label_room: float = 0.0
+) -> np.ndarray:
+    """Axes `(n_rows, len(widths))`: a column of `n_rows` panels per width, the columns
+    wrapped into as many bands as keep each band within `MAX_WIDTH` inches; `fig` is
+    sized to hold them. Each column's panels stay one above the other, and the axes are
+    made row by row (every column's top panel first), so `fig.axes` reads like the grid."""
+    bands: list[list[int]] = [[]]
+    for column, width in enumerate(widths):
+        if bands[-1] and sum(widths[c] for c in bands[-1]) + width > MAX_WIDTH:
+            bands.append([])
+        bands[-1].append(column)
+    fig_width = max(sum(widths[c] for c in band) for band in bands)
+    fig.set_size_inches(fig_width, (_PANEL_HEIGHT + label_room) * n_rows * len(bands) + 0.5)
+    outer = fig.add_gridspec(len(bands), 1)
+    cells: dict[int, object] = {}
+    for band_index, band in enumerate(bands):
+        ratios = [widths[c] for c in band]
+        spare = fig_width - sum(ratios)
+        inner = outer[band_index].subgridspec(
+            n_rows, len(band) + (spare > 0.01), width_ratios=ratios + [spare] * (spare > 0.01)
+        )
+        cells.update({column: (inner, place) for place, column in enumerate(band)})
+    return np.array(
+        [
+            [fig.add_subplot(cells[c][0][row, cells[c][1]]) for c in range(len(widths))]
+            for row in range(n_rows)
+        ],
+        dtype=object,
+    )
+
+
 def _replicate_offsets(n: int) -> np.ndarray:
     # Evenly spread, not random, so that a figure redraws identically and replicate r sits
     # at the same offset in every column, which the lines joining paired replicates need.
@@ -98,11 +158,14 @@ def _join_pairs(ax: Axes, x: float, left: np.ndarray, right: np.ndarray) -> None
 
 def _experiment_ticks(ax: Axes, labels: list[str]) -> None:
     tilt = len(labels) > 3 or any(len(line) > 12 for label in labels for line in label.split("\n"))
+    # Past a few experiments, upright labels: tilted ones would cross their neighbours'.
+    rotation = 90 if len(labels) > _MAX_TILTED else 30 if tilt else 0
     ax.set_xticks(
         range(len(labels)),
         labels,
-        rotation=30 if tilt else 0,
+        rotation=rotation,
         ha="right" if tilt else "center",
+        va="center" if rotation == 90 else "top",
         rotation_mode="anchor",
     )
     ax.set_xlim(-0.6, len(labels) - 0.4)
@@ -147,7 +210,7 @@ def _draw_curves(
     for name, curve in curves.items():
         if per_batch is not None and name not in per_batch:
             continue
-        color = f"C{order.index(name) % 10}"
+        color = _experiment_color(order.index(name), len(order))
         curve = curve.isel(validation_step=curve.notnull().any("replicate").values)
         x = curve.validation_step.values * (1 if per_batch is None else per_batch[name])
         for replicate in curve.replicate.values:
@@ -171,7 +234,13 @@ def _draw_curves(
         else f"the same against {xlabel.split(' (')[0]}",
         fontsize="medium",
     )
-    ax.legend(fontsize="small", title="experiment", title_fontsize="small")
+    ax.legend(
+        fontsize="small",
+        title="experiment",
+        title_fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+    )
 
 
 _GROUP_STYLES = ("-", "--", ":", "-.")
@@ -191,7 +260,7 @@ def _draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list
             ax.plot(
                 cosine.validation_step.values,
                 cosine.sel(group=group).mean("replicate"),
-                color=f"C{index % 10}",
+                color=_experiment_color(index, len(order)),
                 ls=_GROUP_STYLES[groups.index(str(group)) % len(_GROUP_STYLES)],
                 lw=1.4,
                 gid="alignment curve",
@@ -205,7 +274,14 @@ def _draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list
         mpl.lines.Line2D([], [], color="0.2", ls=_GROUP_STYLES[i % len(_GROUP_STYLES)], label=g)
         for i, g in enumerate(groups)
     ]
-    ax.legend(handles=handles, fontsize="x-small", title="trained array", title_fontsize="small")
+    ax.legend(
+        handles=handles,
+        fontsize="small",
+        title="trained array",
+        title_fontsize="small",
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+    )
 
 
 def plot_comparison(
@@ -275,11 +351,11 @@ def plot_comparison(
     n_columns = (
         len(metrics) + (curves is not None) + len(budgets) + bool(alignment and not below_curves)
     )
-    fig = Figure(
-        figsize=(n_columns * max(3.5, 0.9 * len(names) + 1.5), 3.6 * n_rows + 0.5),
-        layout="constrained",
+    widths = [_metric_width(len(names))] * len(metrics) + [_CURVE_WIDTH] * (
+        n_columns - len(metrics)
     )
-    grid = fig.subplots(n_rows, n_columns, squeeze=False)
+    fig = Figure(layout="constrained")
+    grid = _wrapped_grid(fig, widths, n_rows, label_room=_label_room(names))
     curve_column = len(metrics) if curves is not None else None
     if curve_column is not None:
         _draw_curves(grid[0, curve_column], curves, names)
