@@ -697,3 +697,22 @@ def test_a_comparison_of_many_experiments_wraps_into_a_bounded_readable_figure()
         for legend in legends:
             box = legend.get_window_extent()
             assert not any(box.overlaps(ax.get_window_extent()) for ax in panels(fig))
+
+
+def test_trajectory_and_speed_legends_cover_no_goal_path_or_curve(states):
+    """Legends lie outside every panel: no goal marker, start or path under them."""
+    delayed = states.assign_coords(go_time=("trial", np.full(states.sizes["trial"], 0.35)))
+    for fig in (plot_trajectories(states), plot_speed_profiles(delayed)):
+        fig.draw_without_rendering()
+        legends = fig.legends + [ax.get_legend() for ax in panels(fig) if ax.get_legend()]
+        assert legends
+        for legend in legends:
+            box = legend.get_window_extent()
+            for ax in panels(fig):
+                assert not box.overlaps(ax.get_window_extent())
+                # Every goal marker's centre, in display coordinates, lies outside it.
+                for collection in ax.collections:
+                    points = collection.get_offset_transform().transform(collection.get_offsets())
+                    assert not box.count_contains(points)
+    labels = [t.get_text() for t in plot_trajectories(states).legends[0].get_texts()]
+    assert labels == ["goal", "start"]
