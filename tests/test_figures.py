@@ -1,4 +1,6 @@
+import itertools
 import json
+import warnings
 
 import jax
 import numpy as np
@@ -652,3 +654,72 @@ def test_a_loss_term_that_is_zero_throughout_gets_no_panel():
     # Not yet recorded is not zero: before any batch every term keeps its panel.
     empty = history(terms=("position", "hold"), batches_run=0).where(False)
     assert len(panels(plot_loss_history(empty))) == 3
+
+
+def test_a_comparison_of_many_experiments_wraps_into_a_bounded_readable_figure():
+    from matplotlib.text import Text
+
+    steps = [0, 10, 20]
+    for n in (3, 14, 30):
+        names = [f"eprop_symmetric_tau{i}" for i in range(n)]
+        values = {name: comparison_values(3, 1.0 + i, seed=i) for i, name in enumerate(names)}
+        summary = summarise(values, {}, key=jax.random.key(0), n_resamples=50)
+        curves = {
+            name: xr.DataArray(
+                np.full((3, 3), 0.5),
+                dims=("validation_step", "replicate"),
+                coords={"validation_step": steps, "replicate": np.arange(3)},
+            )
+            for name in names
+        }
+        fig = plot_comparison(
+            values,
+            summary,
+            curves=curves,
+            trials_per_batch=dict.fromkeys(names, 64),
+            seconds_per_batch=dict.fromkeys(names, 0.5),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. a layout that collapsed to fit a legend
+            fig.draw_without_rendering()
+        grid = np.reshape(panels(fig), (2, -1))
+        # At most 16 in wide whatever the count (1,920 px at the default 120 dpi).
+        width, height = fig.get_size_inches()
+        assert width <= 16.0
+        assert fig.get_tightbbox().width <= 16.0
+        # The curves against trials and time, with nothing below, take one row's height.
+        trials_ax = grid[0, -2]
+        assert trials_ax.get_position().height * height > 2.0
+        assert grid[1, -2].get_position().height * height < 0.1
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text()]
+        assert min(t.get_fontsize() for t in texts) >= 8
+        # Each metric panel's experiment names are legible: no two tick labels overlap
+        # (long names stand upright, whose boxes do not overlap when the text does not).
+        for ax in grid[:, :2].flat:
+            boxes = [t.get_window_extent() for t in ax.get_xticklabels()]
+            assert len(boxes) == n
+            assert not any(a.overlaps(b) for a, b in itertools.pairwise(boxes))
+        # No legend lies over a panel's drawing area.
+        legends = [ax.get_legend() for ax in panels(fig) if ax.get_legend()] + fig.legends
+        for legend in legends:
+            box = legend.get_window_extent()
+            assert not any(box.overlaps(ax.get_window_extent()) for ax in panels(fig))
+
+
+def test_trajectory_and_speed_legends_cover_no_goal_path_or_curve(states):
+    """Legends lie outside every panel: no goal marker, start or path under them."""
+    delayed = states.assign_coords(go_time=("trial", np.full(states.sizes["trial"], 0.35)))
+    for fig in (plot_trajectories(states), plot_speed_profiles(delayed)):
+        fig.draw_without_rendering()
+        legends = fig.legends + [ax.get_legend() for ax in panels(fig) if ax.get_legend()]
+        assert legends
+        for legend in legends:
+            box = legend.get_window_extent()
+            for ax in panels(fig):
+                assert not box.overlaps(ax.get_window_extent())
+                # Every goal marker's centre, in display coordinates, lies outside it.
+                for collection in ax.collections:
+                    points = collection.get_offset_transform().transform(collection.get_offsets())
+                    assert not box.count_contains(points)
+    labels = [t.get_text() for t in plot_trajectories(states).legends[0].get_texts()]
+    assert labels == ["goal", "start"]

@@ -80,15 +80,35 @@ def test_pca_trajectories_have_a_panel_per_condition_and_a_path_per_trial():
 
     fig = plot_pca_trajectories(pca, replicate=1, title="pca")
 
-    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-    assert len(panels) == len(CONDITIONS)
-    for ax, condition in zip(panels, CONDITIONS):
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"][: len(CONDITIONS)]
+    for ax, condition in zip(panels, CONDITIONS, strict=True):
         assert len(ax.lines) == N_TRIALS
         share = float(pca.explained_variance_ratio.sel(replicate=1, pc=1))
         assert ax.get_xlabel() == f"PC1 ({100 * share:.1f}% of variance)"
         assert ax.get_ylabel().startswith("PC2 (")
         assert condition in ax.get_title()
     assert "replicate 1" in fig.get_suptitle()
+
+
+def test_pca_figure_shows_every_replicate_in_its_own_space_and_its_variance_shares():
+    pca = hidden_pca(states(), n_components=3)
+    fig = plot_pca_trajectories(pca, replicate=1)
+    by_title = {ax.get_title(): ax for ax in fig.axes}
+    for replicate in range(N_REP):
+        ax = by_title[f"replicate {replicate}"]
+        # The first condition's paths, in that replicate's own plane.
+        lines = ax.lines
+        assert len(lines) == N_TRIALS
+        own = pca.projection.sel(replicate=replicate, pc=1).isel(condition=0, trial=0)
+        np.testing.assert_allclose(lines[0].get_xdata(), own, rtol=1e-5)
+    (shares,) = [ax for ax in fig.axes if ax.get_ylabel() == "variance explained (%)"]
+    dots = [c for c in shares.collections if c.get_gid() == "replicate share"]
+    assert len(dots) == pca.sizes["pc"]
+    np.testing.assert_allclose(
+        dots[0].get_offsets()[:, 1],
+        100 * pca.explained_variance_ratio.sel(pc=1),
+        rtol=1e-5,
+    )
 
 
 def test_fixed_points_are_filled_when_stable_and_open_when_not_and_only_distinct_ones():

@@ -99,15 +99,29 @@ def test_the_arm_figure_draws_the_hand_where_the_plant_put_it(kind):
     model, task, ensemble = setup(kind)
     states = mf.evaluate(ensemble, task, model, key=jax.random.key(1))
     fig = mf.plot_arm_postures(states, replicate=1, n_postures=3)
-    (ax,) = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-    hand_path = ax.lines[0].get_xydata()  # the first trial's hand path
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    # Small multiples: a panel per time point, each with one arm per reach (beneath
+    # them every hand path), so that postures of different times never pile up.
+    n_trials, times = states.sizes["trial"], states.time.values
+    steps = np.linspace(0, len(times) - 1, 3).round().astype(int)
+    assert [ax.get_title() for ax in axes] == [f"t = {times[s]:.2g} s" for s in steps]
+    for ax in axes:
+        assert len(ax.lines) == 2 * n_trials
+    hand_path = axes[0].lines[0].get_xydata()  # the first trial's hand path
     expected = states.pos.sel(replicate=1).isel(condition=0, trial=0).values
     np.testing.assert_allclose(hand_path, expected, atol=1e-5)
-    # each posture: shoulder, elbow, hand, the last at the hand
-    posture = ax.lines[-1].get_xydata()
+    # each arm: shoulder, elbow, hand, the last at the hand at its panel's time
+    posture = axes[-1].lines[-1].get_xydata()
     np.testing.assert_allclose(posture[0], model.plant.shoulder_pos, atol=1e-6)
     last = states.pos.sel(replicate=1).isel(condition=0, trial=-1, time=-1).values
     np.testing.assert_allclose(posture[-1], last, atol=1e-5)
+    first = axes[0].lines[-1].get_xydata()
+    start = states.pos.sel(replicate=1).isel(condition=0, trial=-1, time=0).values
+    np.testing.assert_allclose(first[-1], start, atol=1e-5)
+    assert [t.get_text() for t in fig.legends[0].get_texts()][:2] == [
+        "arm: shoulder–elbow–hand",
+        "hand path",
+    ]
 
 
 @pytest.mark.parametrize("kind", sorted(PLANT_SETTINGS))

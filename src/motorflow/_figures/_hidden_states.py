@@ -54,39 +54,90 @@ def _draw_paths(ax: Axes, one: xr.Dataset, colors: np.ndarray, **style) -> bool:
     return True
 
 
+_ENSEMBLE_COLUMNS = 5  # small panels of the ensemble per row
+
+
 def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
     """One replicate's hidden trajectories in the plane of its first two principal
     components (one space shared by its conditions, as `hidden_pca` fits it; the
     panels share their axes), a panel per condition, coloured by goal angle; starts
-    are black dots.
+    are black dots. Below, the ensemble: every replicate's paths in the first
+    condition, each in its own PC1–PC2 plane (a small panel each, titled with its
+    replicate; spaces differ between replicates, so compare shapes, not
+    coordinates), and the share of variance each PC explains in each replicate.
 
     **Arguments:**
 
     - `pca`: the Dataset from `hidden_pca`, with ``projection`` `(replicate,
       condition, trial, time, pc)`, ``explained_variance_ratio`` and the
       ``goal_angle`` coord.
-    - `replicate`: the replicate drawn.
+    - `replicate`: the replicate drawn large.
     - `title`: figure title.
     """
     pca = _plane(pca)
     shown = pca.sel(replicate=replicate)
     conditions = list(shown.condition.values)
     colors = angle_colors(pca.goal_angle)
-    fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.4), layout="constrained")
-    grid = fig.subplots(1, len(conditions), squeeze=False, sharex=True, sharey=True)
-    axes = list(grid.flat)
-    for ax, condition in zip(axes, conditions):
+    replicates = list(pca.replicate.values)
+    n_small = len(replicates) + 1  # and the variance panel
+    small_columns = min(n_small, _ENSEMBLE_COLUMNS)
+    small_rows = -(-n_small // small_columns)
+    width = max(4.0 * len(conditions), 2.7 * small_columns) + 1.2
+    fig = Figure(figsize=(width, 4.4 + 2.9 * small_rows + 0.4), layout="constrained")
+    outer = fig.add_gridspec(2, 1, height_ratios=[4.4, 2.9 * small_rows])
+    top = outer[0].subgridspec(1, len(conditions))
+    axes: list[Axes] = []
+    for index, condition in enumerate(conditions):
+        ax = fig.add_subplot(top[0, index], sharex=axes[0] if axes else None)
+        if axes:
+            ax.sharey(axes[0])
+        axes.append(ax)
         one = shown.sel(condition=condition)
         if _draw_paths(ax, one, colors, lw=1.2):
             starts = one.projection.sel(_PLANE).isel(time=0).transpose("trial", "pc").values
             ax.scatter(starts[:, 0], starts[:, 1], s=15, color="k", zorder=3)
         _label_axes(ax, one.explained_variance_ratio)
-        ax.set_title(condition_label(pca, condition), fontsize="medium")
+        ax.set_title(f"replicate {replicate}, {condition_label(pca, condition)}", fontsize="medium")
+    ensemble = outer[1].subgridspec(small_rows, small_columns)
+    for index, each in enumerate(replicates):
+        ax = fig.add_subplot(ensemble[index // small_columns, index % small_columns])
+        one = pca.sel(replicate=each).isel(condition=0)
+        _draw_paths(ax, one, colors, lw=0.8)
+        ratio = one.explained_variance_ratio.sel(pc=[1, 2]).values
+        ax.set_title(f"replicate {each}", fontsize="medium")
+        ax.set_xlabel(f"PC1 ({100 * ratio[0]:.0f}%)" if np.isfinite(ratio[0]) else "PC1")
+        ax.set_ylabel(f"PC2 ({100 * ratio[1]:.0f}%)" if np.isfinite(ratio[1]) else "PC2")
+        ax.tick_params(labelsize="small")
+        axes.append(ax)
+    last = len(replicates)
+    _draw_variance_shares(
+        fig.add_subplot(ensemble[last // small_columns, last % small_columns]), pca
+    )
     start = Line2D([], [], ls="", marker="o", ms=4, color="k", label="start (first step)")
     fig.legend(handles=[start], loc="outside lower center", fontsize="small")
-    add_angle_colorbar(fig, axes)
-    suptitle(fig, f"{title} (replicate {replicate})".strip())
+    add_angle_colorbar(fig, axes[: len(conditions)])
+    heading = f"top: replicate {replicate}; below: every replicate in its own space"
+    if conditions[0] or len(conditions) > 1:
+        heading += f" ({conditions[0] or 'unperturbed'})"
+    suptitle(fig, "\n".join(filter(None, [title, heading])))
     return fig
+
+
+def _draw_variance_shares(ax: Axes, pca: xr.Dataset) -> None:
+    """Each replicate's share of variance per PC (a dot each) and their mean (a bar)."""
+    ratio = pca.explained_variance_ratio.transpose("replicate", "pc").values
+    pcs = pca.pc.values
+    for column, pc in enumerate(pcs):
+        shares = 100 * ratio[:, column]
+        spread = np.linspace(-0.15, 0.15, shares.size) if shares.size > 1 else np.zeros(1)
+        ax.scatter(pc + spread, shares, s=12, color="tab:blue", alpha=0.8, gid="replicate share")
+        if np.isfinite(shares).any():
+            ax.hlines(np.nanmean(shares), pc - 0.3, pc + 0.3, color="k", lw=2)
+    ax.set_xticks(pcs, [f"PC{pc}" for pc in pcs])
+    ax.set_ylabel("variance explained (%)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("every replicate (dots), mean (bar)", fontsize="medium")
+    ax.tick_params(labelsize="small")
 
 
 def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ._style import (
     add_angle_colorbar,
@@ -13,6 +14,7 @@ from ._style import (
     condition_label,
     diverged_note,
     diverged_replicates,
+    figure_legend,
     final_goal,
     no_data,
     square_limits,
@@ -88,13 +90,22 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
                 fontweight="bold",
                 annotation_clip=False,
             )
-    grid[0, 0].legend(fontsize="small", loc="best")
+    _marker_legend(fig)
     add_angle_colorbar(fig, list(grid.flat))
     n_total = states.sizes["replicate"]
     if n_cols < n_total:
         title = f"{title} (first {n_cols} of {n_total} replicates)".strip()
     suptitle(fig, title)
     return fig
+
+
+def _marker_legend(fig: Figure) -> None:
+    """What the goal and start marks are, below the panels (never over a path or goal)."""
+    handles = [
+        Line2D([], [], marker="o", ms=8, mfc="none", mec="k", ls="none", label="goal"),
+        Line2D([], [], marker="o", ms=4, color="k", ls="none", label="start"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small")
 
 
 def _mark_go_cue(ax, states: xr.Dataset) -> None:
@@ -104,7 +115,6 @@ def _mark_go_cue(ax, states: xr.Dataset) -> None:
     for index, go_time in enumerate(np.unique(states.go_time.values)):
         label = "go cue" if index == 0 else None
         ax.axvline(go_time, color="0.3", ls="--", lw=1, label=label)
-    ax.legend(loc="upper right", fontsize="small")
 
 
 def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
@@ -155,6 +165,7 @@ def plot_speed_profiles(states: xr.Dataset, *, title: str = "") -> Figure:
         ax.set_ylabel("speed (m/s)")
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("time (s)")
+    figure_legend(fig, list(axes))
     add_angle_colorbar(fig, list(axes))
     suptitle(fig, "\n".join(filter(None, [title, diverged_note(diverged_replicates(states))])))
     return fig
