@@ -119,6 +119,7 @@ def test_bad_configs_name_the_key_path(edit, path, words):
         "arms.yaml",
         "curl-field-adaptation.yaml",
         "learning-rules.yaml",
+        "learning-rules-tuning.yaml",
         "viscous-field-adaptation.yaml",
         "rotational-dynamics.yaml",
     ],
