@@ -1,6 +1,7 @@
 """The shipped learning-rate sweep (issue 30, point 5): every learning rule of the
 comparison gets the same log-spaced grid, at least 3 replicates and the same trials."""
 
+import itertools
 import math
 
 import pytest
@@ -33,7 +34,7 @@ def test_every_rule_is_swept_over_a_log_spaced_grid(tuning):
     for name, grid in swept.items():
         values = grid[tuned_setting(grid)]
         assert len(values) >= 4, name
-        ratios = [b / a for a, b in zip(values, values[1:])]
+        ratios = [b / a for a, b in itertools.pairwise(values)]
         assert all(r > 1 for r in ratios), f"{name}: not increasing"
         # log-spaced: one constant ratio (to the 3 digits the values are written with)
         assert max(ratios) / min(ratios) < 1.02, f"{name}: not log-spaced: {values}"
