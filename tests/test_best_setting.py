@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from motorflow._analysis._best_setting import best_setting, final_validation_losses
+from motorflow._analysis._best_setting import (
+    best_setting,
+    final_validation_losses,
+    validation_loss_at_budget,
+)
 
 
 def history(train: float, validation: list[float], diverged_at=(-1, -1, -1)) -> xr.Dataset:
@@ -59,3 +63,14 @@ def test_a_value_with_a_diverged_replicate_is_not_chosen():
 def test_nothing_to_choose_from_is_an_error():
     with pytest.raises(ValueError, match="no swept values"):
         best_setting({})
+
+
+def test_the_loss_at_a_wall_clock_budget_is_the_last_validation_within_it():
+    h = history(train=0.1, validation=[0.2, 0.2, 0.2])  # steps 0, 50, 100: 2, 0.6, 0.2
+    # 10 ms per batch: 0.5 s reaches step 50 (0.5 s) but not step 100 (1 s)
+    np.testing.assert_allclose(validation_loss_at_budget(h, 0.01, 0.5), [0.6] * 3, rtol=1e-6)
+    np.testing.assert_allclose(validation_loss_at_budget(h, 0.01, 10.0), [0.2] * 3, rtol=1e-6)
+    # a rule 10 times slower has only reached step 0 within 0.49 s
+    np.testing.assert_allclose(validation_loss_at_budget(h, 0.1, 0.49), [2.0] * 3, rtol=1e-6)
+    with pytest.raises(ValueError, match="seconds_per_batch"):
+        validation_loss_at_budget(h, 0.0, 1.0)

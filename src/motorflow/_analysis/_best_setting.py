@@ -47,3 +47,27 @@ def best_setting(losses: Mapping[Hashable, ArrayLike]) -> Hashable:
         return (finite.size < replicates.size, mean)
 
     return min(losses, key=rank)
+
+
+def validation_loss_at_budget(
+    history: xr.Dataset, seconds_per_batch: float, budget_s: float
+) -> np.ndarray:
+    """Each replicate's total validation loss at a wall-clock budget: at the last
+    validation step reached within `budget_s` seconds of training, the time of
+    validation step k (after k batches) taken as ``k * seconds_per_batch`` (the run
+    record's median; the comparison figure's seconds axis). A rule too slow to reach
+    even its first validation after a batch within the budget gets its loss at step 0
+    (untrained). NaN for a diverged replicate, as `final_validation_losses`."""
+    if not (seconds_per_batch > 0 and budget_s >= 0):
+        raise ValueError(
+            f"seconds_per_batch must be > 0 and budget_s >= 0, got {seconds_per_batch}, {budget_s}"
+        )
+    steps = np.asarray(history.validation_step.values)
+    reached = steps[steps * seconds_per_batch <= budget_s * (1 + 1e-9)]
+    step = reached.max() if reached.size else steps.min()
+    loss = history.validation_loss.sel(term="total", validation_step=step)
+    loss = np.asarray(loss.transpose("replicate").values, dtype=np.float64)
+    if "diverged_at" in history.variables:
+        diverged = np.asarray(history.diverged_at.transpose("replicate").values) >= 0
+        loss = np.where(diverged, np.nan, loss)
+    return loss
