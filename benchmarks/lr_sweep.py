@@ -4,7 +4,8 @@ Reads the outputs of a run of a config with `sweeps` (config/learning-rules-tuni
 and prints, for each sweep, every value of its first grid setting (a line per
 combination of the others, e.g. RLS's reservoir size): the final total validation
 loss and the endpoint error, mean [range] over replicates, the seconds per batch, and
-the value `best_setting` picks by validation loss (issue 30, point 5). Usage:
+the validation loss at a common wall-clock budget (the fastest training's whole run)
+and the value `best_setting` picks by validation loss (issue 30, point 5). Usage:
 
     python benchmarks/lr_sweep.py config/learning-rules-tuning.yaml [--results DIR]
 """
@@ -18,7 +19,11 @@ import numpy as np
 import xarray as xr
 
 import motorflow.pipeline as mfp
-from motorflow._analysis._best_setting import best_setting, final_validation_losses
+from motorflow._analysis._best_setting import (
+    best_setting,
+    final_validation_losses,
+    validation_loss_at_budget,
+)
 
 
 def spread(values: np.ndarray, scale: float = 1.0) -> str:
@@ -36,6 +41,22 @@ def main() -> None:
     args = parser.parse_args()
     config = mfp.load_config_file(args.config)
     results = args.results or Path("results") / (config.get("results") or args.config.stem)
+    runs = {}  # experiment -> (history, endpoint error per replicate, seconds per batch)
+    for name, sweep in config["sweeps"].items():
+        for experiment in mfp.grid_points(name, mfp.SweepSpec.model_validate(sweep)):
+            folder = results / experiment
+            if not (folder / "metrics.zarr").exists():
+                continue
+            history = xr.open_zarr(folder / "history.zarr")
+            error = xr.open_zarr(folder / "metrics.zarr").endpoint_error
+            error = error.mean([d for d in error.dims if d != "replicate"]).values
+            timing = json.loads(history.attrs.get("run_record", "{}")).get("timing", {})
+            runs[experiment] = (history, error, timing.get("seconds_per_batch_median", np.nan))
+    # The common wall-clock budget: the fastest training's whole run.
+    budget = min(
+        (h.sizes["batch"] * s for h, _, s in runs.values() if np.isfinite(s)), default=np.nan
+    )
+    print(f"wall-clock budget (the fastest training's whole run): {budget:.3g} s")
     for name, sweep in config["sweeps"].items():
         spec = mfp.SweepSpec.model_validate(sweep)
         points = mfp.grid_points(name, spec)
@@ -47,20 +68,22 @@ def main() -> None:
             for experiment, point in points.items():
                 if [point[o] for o in others] != list(rest):
                     continue
-                folder = results / experiment
-                if not (folder / "metrics.zarr").exists():
-                    print(f"  {point[tuned]:<10g} not run (or not evaluated) yet")
+                value = point[tuned]
+                if experiment not in runs:
+                    print(f"  {value:<10g} not run (or not evaluated) yet")
                     continue
-                history = xr.open_zarr(folder / "history.zarr")
-                losses[point[tuned]] = final_validation_losses(history)
-                error = xr.open_zarr(folder / "metrics.zarr").endpoint_error
-                error = error.mean([d for d in error.dims if d != "replicate"]).values
-                error = np.where(np.isnan(losses[point[tuned]]), np.nan, error)
-                timing = json.loads(history.attrs.get("run_record", "{}")).get("timing", {})
-                seconds = timing.get("seconds_per_batch_median", float("nan"))
+                history, error, seconds = runs[experiment]
+                losses[value] = final_validation_losses(history)
+                error = np.where(np.isnan(losses[value]), np.nan, error)
+                at_budget = (
+                    spread(validation_loss_at_budget(history, seconds, budget))
+                    if np.isfinite(seconds * budget)
+                    else "no timing"
+                )
                 print(
-                    f"  {point[tuned]:<10g} validation loss {spread(losses[point[tuned]])}, "
-                    f"endpoint error (mm) {spread(error, 1000)}, {seconds * 1000:.3g} ms/batch"
+                    f"  {value:<10g} validation loss {spread(losses[value])}, "
+                    f"endpoint error (mm) {spread(error, 1000)}, {seconds * 1000:.3g} ms/batch, "
+                    f"validation loss at the budget {at_budget}"
                 )
             if losses:
                 print(f"  best: {best_setting(losses)}")
