@@ -41,6 +41,7 @@ def rls_update(
     information: Float[Array, "features features"],
     inputs: Inputs,
     targets: Float[Array, "sample out"],
+    forgetting: float = 1.0,
 ) -> tuple[Float[Array, "features out"], Float[Array, "features features"]]:
     """One block of recursive least squares: `weight` (``y = inputs @ weight``) and the
     information matrix ``R = P^-1`` after the samples (`inputs`, `targets`) enter.
@@ -50,8 +51,15 @@ def rls_update(
     positive semi-definite terms: it stays positive definite in float32 over
     millions of samples, where ``P``, shrinking like one over their number, loses
     it to rounding (measured: non-finite weights after about 4 million samples).
+
+    `forgetting` (lambda in (0, 1]) is exponentially weighted RLS (Haykin, Adaptive
+    Filter Theory, 5th ed., ch. 10): ``R' = lambda R + X^T X``, the weight update
+    unchanged, so after blocks 1..n the weight minimises
+    ``sum_k lambda^(n-k) |X_k W - Y_k|^2 + lambda^n |W - W_0|^2_R0``. The forgetting
+    acts per block (the whole block is weighted alike), not per sample; 1 is the
+    plain recursion.
     """
-    information = information + inputs.T @ inputs
+    information = forgetting * information + inputs.T @ inputs
     correction = cho_solve(cho_factor(information), inputs.T @ (targets - inputs @ weight))
     return weight + correction, information
 
