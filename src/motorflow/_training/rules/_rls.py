@@ -20,7 +20,7 @@ learns from.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import equinox as eqx
 import jax
@@ -84,6 +84,13 @@ class RLS(AbstractLearningRule):
         description="update the readout after every this many steps of a rollout, within "
         "it (`1`: FORCE's online form; `null`: once per rollout); at most the task's "
         "`n_steps`",
+    )
+    forgetting: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        description="forgetting factor lambda of exponentially weighted RLS (Haykin, "
+        "Adaptive Filter Theory): the information matrix is scaled by it before each "
+        "update (per update, not per sample), so older updates weigh less; `1`: plain "
+        "RLS",
     )
     target: Literal["open_loop", "corrective"] = Field(
         "open_loop",
@@ -166,6 +173,7 @@ class RLS(AbstractLearningRule):
             state["information"],
             features,
             targets.reshape(-1, targets.shape[-1]).astype(weight.dtype),
+            forgetting=self.forgetting,
         )
         model = eqx.tree_at(
             lambda m: (m.network.readout.weight, m.network.readout.bias),
