@@ -709,6 +709,11 @@ CASES = {
         "trainings.quick.learning.regularization",
         ["0", "> 0"],
     ),
+    "rls forgetting more than nothing": (
+        at("trainings.quick.learning", {"kind": "rls", "forgetting": 1.5}),
+        "trainings.quick.learning.forgetting",
+        ["1.5", "<= 1"],
+    ),
     "rls updating every 0 steps": (
         at("trainings.quick.learning", {"kind": "rls", "update_every": 0}),
         "trainings.quick.learning.update_every",

@@ -273,6 +273,7 @@ CORPUS = {
                     "regularization": 2.0,
                     "movement_time": 0.3,
                     "update_every": 3,
+                    "forgetting": 0.99,
                 },
             ),
         ),

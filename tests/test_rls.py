@@ -33,6 +33,27 @@ def test_rls_ends_at_the_ridge_solution_of_every_sample_seen():
     np.testing.assert_allclose(information, normal, rtol=1e-5)
 
 
+def test_rls_with_forgetting_ends_at_the_exponentially_weighted_least_squares():
+    # Haykin, Adaptive Filter Theory: each block's squared error (and the prior's) is
+    # weighted by lambda per later block; a drifting W_true makes the old blocks wrong.
+    rng = np.random.default_rng(1)
+    blocks = [rng.normal(size=(n, 4)) for n in (3, 7, 5, 9)]
+    targets = [x @ rng.normal(size=(4, 2)) for x in blocks]
+    w0, r0, lam = rng.normal(size=(4, 2)), 0.5 * np.eye(4), 0.7
+    weight, information = jnp.asarray(w0), jnp.asarray(r0)
+    for x, y in zip(blocks, targets):
+        weight, information = rls_update(
+            weight, information, jnp.asarray(x), jnp.asarray(y), forgetting=lam
+        )
+    n = len(blocks)
+    normal = lam**n * r0 + sum(lam ** (n - 1 - k) * x.T @ x for k, x in enumerate(blocks))
+    moment = lam**n * r0 @ w0 + sum(
+        lam ** (n - 1 - k) * x.T @ y for k, (x, y) in enumerate(zip(blocks, targets))
+    )
+    np.testing.assert_allclose(weight, np.linalg.solve(normal, moment), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(information, normal, rtol=1e-5)
+
+
 def _model(plant: dict, dt: float = 0.01) -> mf.ClosedLoop:
     config = mf.ModelConfig.from_dict({"dt": dt, "plant": plant})
     return mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))

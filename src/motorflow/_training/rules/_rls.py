@@ -20,7 +20,7 @@ learns from.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import equinox as eqx
 import jax
@@ -41,6 +41,7 @@ def rls_update(
     information: Float[Array, "features features"],
     inputs: Inputs,
     targets: Float[Array, "sample out"],
+    forgetting: float = 1.0,
 ) -> tuple[Float[Array, "features out"], Float[Array, "features features"]]:
     """One block of recursive least squares: `weight` (``y = inputs @ weight``) and the
     information matrix ``R = P^-1`` after the samples (`inputs`, `targets`) enter.
@@ -50,8 +51,15 @@ def rls_update(
     positive semi-definite terms: it stays positive definite in float32 over
     millions of samples, where ``P``, shrinking like one over their number, loses
     it to rounding (measured: non-finite weights after about 4 million samples).
+
+    `forgetting` (lambda in (0, 1]) is exponentially weighted RLS (Haykin, Adaptive
+    Filter Theory, 5th ed., ch. 10): ``R' = lambda R + X^T X``, the weight update
+    unchanged, so after blocks 1..n the weight minimises
+    ``sum_k lambda^(n-k) |X_k W - Y_k|^2 + lambda^n |W - W_0|^2_R0``. The forgetting
+    acts per block (the whole block is weighted alike), not per sample; 1 is the
+    plain recursion.
     """
-    information = information + inputs.T @ inputs
+    information = forgetting * information + inputs.T @ inputs
     correction = cho_solve(cho_factor(information), inputs.T @ (targets - inputs @ weight))
     return weight + correction, information
 
@@ -76,6 +84,13 @@ class RLS(AbstractLearningRule):
         description="update the readout after every this many steps of a rollout, within "
         "it (`1`: FORCE's online form; `null`: once per rollout); at most the task's "
         "`n_steps`",
+    )
+    forgetting: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        description="forgetting factor lambda of exponentially weighted RLS (Haykin, "
+        "Adaptive Filter Theory): the information matrix is scaled by it before each "
+        "update (per update, not per sample), so older updates weigh less; `1`: plain "
+        "RLS",
     )
     target: Literal["open_loop", "corrective"] = Field(
         "open_loop",
@@ -158,6 +173,7 @@ class RLS(AbstractLearningRule):
             state["information"],
             features,
             targets.reshape(-1, targets.shape[-1]).astype(weight.dtype),
+            forgetting=self.forgetting,
         )
         model = eqx.tree_at(
             lambda m: (m.network.readout.weight, m.network.readout.bias),
