@@ -150,3 +150,32 @@ def test_the_rerun_analyses_and_summary_equal_a_fresh_computation(rerun, tmp_pat
     assert (results / "figures" / "comparison-sizes.csv").read_text() == (
         tmp_path / "comparison.csv"
     ).read_text()
+
+
+def _without_units(dataset: xr.Dataset) -> list[str]:
+    return [str(name) for name, var in dataset.data_vars.items() if not var.attrs.get("units")]
+
+
+def test_every_stored_variable_has_units_and_the_summary_table_agrees(rerun):
+    """Issue 27: every data variable of the states, metrics, analysis, history and
+    summary stores names its unit, and summary.csv's `units` column is the metrics'."""
+    workdir, _ = rerun
+    results = workdir / "results"
+    metric_units = {}
+    for experiment in EXPERIMENTS:
+        for store in ("states", "metrics", "analysis", "history"):
+            dataset = mfp.open_dataset(results / experiment / f"{store}.zarr")
+            assert _without_units(dataset) == [], (experiment, store)
+        states = mfp.open_dataset(results / experiment / "states.zarr")
+        assert states.pos.attrs["units"] == "m" and states.control.attrs["units"] == "N"
+        metrics = mfp.open_dataset(results / experiment / "metrics.zarr")
+        metric_units.update({str(n): v.attrs["units"] for n, v in metrics.data_vars.items()})
+    summary = mfp.open_dataset(results / "summary.zarr")
+    assert _without_units(summary) == []
+    stored = dict(zip(summary.metric.values, summary.units.values))
+    assert all(stored.values())
+    table = pd.read_csv(results / "summary.csv", keep_default_na=False)
+    from_table = dict(zip(table.metric, table.units))
+    assert from_table == stored
+    assert {m: u for m, u in from_table.items() if m in metric_units} == metric_units
+    assert from_table["final_validation_loss"] == "a.u."

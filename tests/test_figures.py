@@ -487,7 +487,9 @@ def test_the_protocol_learning_curve_follows_the_stages_and_the_panels_draw_thei
         "washout in null",
     ]
     # The stage's metric is read below its panel, never over the paths.
-    assert axes[0].get_xlabel().startswith("x (m)\nmax_lateral_deviation: ")
+    assert axes[0].get_xlabel().startswith("x (m)\nmax lateral deviation: ")
+    # Issue 27: the learning curve's axis names the quantity and its unit, not a variable.
+    assert axes[2].get_ylabel() == "max lateral deviation (m)"
     assert not axes[0].texts
     # Each trial: a thin path per replicate and their mean, thick.
     thick = [line for line in axes[1].lines if line.get_linewidth() > 1.5]
@@ -583,7 +585,7 @@ def test_comparison_draws_each_rules_gradient_alignment_below_the_curves():
     fig = plot_comparison(values, summary, curves=curves, alignment=alignment)
     grid = np.reshape(fig.axes, (2, -1))
     ax = grid[1, -1]
-    assert ax.axison and ax.get_ylabel() == "cosine with the BPTT gradient"
+    assert ax.axison and ax.get_ylabel() == "cosine with the BPTT gradient (1)"
     lines = drawn(ax, "alignment curve")
     # A line per trained array, the mean of the replicates, in b's colour (C1, as its
     # training curve) and a line style per array.
@@ -600,7 +602,7 @@ def test_comparison_draws_each_rules_gradient_alignment_below_the_curves():
     alone = plot_comparison(
         single, summarise(single, {"b": 0}, key=jax.random.key(0)), alignment=alignment
     )
-    assert alone.axes[-1].get_ylabel() == "cosine with the BPTT gradient"
+    assert alone.axes[-1].get_ylabel() == "cosine with the BPTT gradient (1)"
 
 
 def test_comparison_draws_the_curves_against_trials_and_seconds_too():

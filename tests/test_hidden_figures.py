@@ -84,7 +84,7 @@ def test_pca_trajectories_have_a_panel_per_condition_and_a_path_per_trial():
     for ax, condition in zip(panels, CONDITIONS, strict=True):
         assert len(ax.lines) == N_TRIALS
         share = float(pca.explained_variance_ratio.sel(replicate=1, pc=1))
-        assert ax.get_xlabel() == f"PC1 ({100 * share:.1f}% of variance)"
+        assert ax.get_xlabel() == f"PC1 (a.u.; {100 * share:.1f}% of variance)"
         assert ax.get_ylabel().startswith("PC2 (")
         assert condition in ax.get_title()
     assert "replicate 1" in fig.get_suptitle()
@@ -177,7 +177,7 @@ def test_points_apart_only_off_the_trajectories_main_plane_are_drawn_apart_on_th
     true_apart = np.linalg.norm(true[:, None] - true[None], axis=-1)[pairs]
     np.testing.assert_allclose(drawn_apart, true_apart, rtol=1e-4)
     # The end states lie on a circle: two components share their variance.
-    assert fig.axes[0].get_xlabel().startswith("end-state PC1 (50.0%")
+    assert fig.axes[0].get_xlabel().startswith("end-state PC1 (a.u.; 50.0%")
     assert float(found.end_plane_ratio.sum()) == pytest.approx(1.0)
     (ends,) = [c for c in fig.axes[0].collections if c.get_label() == "end state"]
     np.testing.assert_allclose(ends.get_offsets(), drawn, atol=1e-6)
@@ -252,8 +252,8 @@ def test_tuning_has_a_polar_histogram_per_condition_over_every_unit(nan_replicat
     for ax in polar:
         heights = [bar.get_height() for bar in ax.patches]
         np.testing.assert_allclose(sum(heights), 1)  # fractions of the units
-    assert flat[0].get_xlabel().startswith("tuning depth")
-    assert flat[0].get_ylabel() == "fraction of units"
+    assert flat[0].get_xlabel() == "tuning depth of the hidden activity (a.u.)"
+    assert flat[0].get_ylabel() == "fraction of units (1)"
     (legend,) = fig.legends
     assert all(f"({n_units} units" in text.get_text() for text in legend.get_texts())
     render(fig)

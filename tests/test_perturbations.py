@@ -279,7 +279,12 @@ def test_conditions_share_their_noise_and_differ_only_by_their_perturbations():
     np.testing.assert_array_equal(cw.isel(time=slice(0, 2)), ccw.isel(time=slice(0, 2)))
     assert states.perturbation0_strength.dims == ("condition", "trial")
     np.testing.assert_array_equal(states.perturbation0_active.values[:, 0], [0, 1, 0])
-    assert states.perturbation1_active.attrs == {"condition": "curl_ccw", "kind": "curl"}
+    assert states.perturbation1_active.attrs == {
+        "condition": "curl_ccw",
+        "kind": "curl",
+        "units": "1",
+    }
+    assert states.perturbation0_strength.attrs["units"] == "N*s/m"
 
 
 def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):

@@ -44,6 +44,38 @@ def test_every_registered_plant_is_tested():
     assert set(PLANT_SETTINGS) == set(mf.PLANTS)
 
 
+# The unit each plant's evaluation store must give its variables, as the plants' modules
+# state them: the point mass is pushed by a force (N); the arms follow MotorNet's arm26
+# (joint torques in N*m, muscle excitations and activations dimensionless, muscle forces
+# in N, fibre lengths in m).
+EXPECTED_UNITS = {
+    "point_mass": {"pos": "m", "vel": "m/s", "control": "N"},
+    "arm": {"pos": "m", "control": "N*m", "joint_angle": "rad", "joint_velocity": "rad/s"},
+    "muscle_arm": {
+        "pos": "m",
+        "control": "1",
+        "joint_angle": "rad",
+        "muscle_activation": "1",
+        "muscle_force": "N",
+        "fibre_length": "m",
+        "fibre_velocity": "m/s",
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PLANT_SETTINGS))
+def test_every_state_variable_names_its_unit(kind):
+    model, task, ensemble = setup(kind, n_replicates=1)
+    conditions = {"pushed": [mf.PERTURBATIONS["force_pulse"]()]}
+    states = mf.evaluate(ensemble, task, model, key=jax.random.key(1), conditions=conditions)
+    assert {str(n): v.attrs.get("units") for n, v in states.data_vars.items()}.items() >= (
+        EXPECTED_UNITS[kind].items()
+    )
+    missing = [str(n) for n, v in states.data_vars.items() if not v.attrs.get("units")]
+    assert missing == []
+    assert set(ensemble.plant.record_units) == set(ensemble.plant.record_dims)
+
+
 @pytest.mark.parametrize("kind", sorted(PLANT_SETTINGS))
 def test_evaluation_stores_the_plants_variables_with_labelled_dims(kind):
     model, task, ensemble = setup(kind)

@@ -50,7 +50,7 @@ def test_a_panel_per_metric_and_a_line_per_combination_of_the_other_settings(tmp
     )
     assert isinstance(fig, Figure) and fig.get_suptitle() == "grid"
     loss_ax, error_ax = fig.axes
-    assert loss_ax.get_ylabel() == "final validation loss (total)"
+    assert loss_ax.get_ylabel() == "final validation loss, total (a.u.)"
     assert error_ax.get_title() == "evaluated in: null"  # the first condition
     for ax, metric, condition in [
         (loss_ax, "final_validation_loss", ""),

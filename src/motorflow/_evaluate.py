@@ -90,7 +90,11 @@ def _perturbation_variables(
             variables[f"perturbation{slot}_{name}"] = xr.Variable(
                 ("condition", "trial"),
                 np.asarray(values),
-                {"condition": names[owners[slot]], "kind": perturbation.kind},
+                {
+                    "condition": names[owners[slot]],
+                    "kind": perturbation.kind,
+                    "units": {"active": "1", **perturbation.UNITS}[name],
+                },
             )
     return variables
 
@@ -165,14 +169,23 @@ def evaluate(
     }
     return xr.Dataset(
         {
-            "pos": ((*leading, "component"), rollout.pos),
-            "vel": ((*leading, "component"), rollout.vel),
-            "control": ((*leading, "actuator"), rollout.control),
-            "output": ((*leading, "actuator"), rollout.output),
-            "hidden": ((*leading, "unit"), rollout.hidden),
-            "goal": (("condition", "trial", "time", "component"), np.asarray(goal)),
+            "pos": ((*leading, "component"), rollout.pos, {"units": "m"}),
+            "vel": ((*leading, "component"), rollout.vel, {"units": "m/s"}),
+            "control": ((*leading, "actuator"), rollout.control, {"units": plant.control_units}),
+            # the readout before any squashing into the control range: network units
+            "output": ((*leading, "actuator"), rollout.output, {"units": "a.u."}),
+            "hidden": ((*leading, "unit"), rollout.hidden, {"units": "a.u."}),
+            "goal": (
+                ("condition", "trial", "time", "component"),
+                np.asarray(goal),
+                {"units": "m"},
+            ),
             **{
-                name: ((*leading, plant.record_dims[name]), values)
+                name: (
+                    (*leading, plant.record_dims[name]),
+                    values,
+                    {"units": plant.record_units[name]},
+                )
                 for name, values in rollout.plant.items()
             },
             **_perturbation_variables(condition_set, owners, names),
@@ -190,7 +203,7 @@ def evaluate(
             **{dim: np.array(labels, dtype=object) for dim, labels in plant.labels().items()},
             "unit": np.arange(n_units),
             "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
-            "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
+            "goal_distance": ("trial", np.asarray(center_out.goal_distance), {"units": "m"}),
             **_go_time(center_out.trials, model_config.dt),
         },
         attrs=stored_attrs,

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("motorflow")
 
+A_U, ONE = {"units": "a.u."}, {"units": "1"}
+
 
 def steady_inputs(task: Task, center_out: CenterOut | None = None) -> Float[Array, "trial input"]:
     """The network's input once each evaluation reach is over and the hand rests on the goal.
@@ -193,13 +195,14 @@ def end_state_plane(states: xr.Dataset, *, n_components: int = 2) -> xr.Dataset:
     dtype = hidden.dtype
     return xr.Dataset(
         {
-            "end_state": (("replicate", "trial", "unit"), end.astype(dtype)),
-            "end_plane_mean": (("replicate", "unit"), mean.astype(dtype)),
-            "end_plane_loading": (("replicate", "end_pc", "unit"), loading.astype(dtype)),
-            "end_plane_ratio": (("replicate", "end_pc"), ratio.astype(dtype)),
+            "end_state": (("replicate", "trial", "unit"), end.astype(dtype), A_U),
+            "end_plane_mean": (("replicate", "unit"), mean.astype(dtype), A_U),
+            "end_plane_loading": (("replicate", "end_pc", "unit"), loading.astype(dtype), ONE),
+            "end_plane_ratio": (("replicate", "end_pc"), ratio.astype(dtype), ONE),
             "end_plane_projection": (
                 ("replicate", "trial", "time", "end_pc"),
                 projection.astype(dtype),
+                A_U,
             ),
         },
         coords={"end_pc": np.arange(1, n_components + 1)},
@@ -288,14 +291,16 @@ def find_fixed_points(
     per_start = ("replicate", "trial", "start")
     return xr.Dataset(
         {
-            "fixed_point": ((*per_start, "unit"), points),
-            "speed": (per_start, speeds),
-            "converged": (per_start, converged),
-            "distinct": (per_start, distinct),
-            "eigenvalue_real": ((*per_start, "mode"), eigenvalues.real),
-            "eigenvalue_imag": ((*per_start, "mode"), eigenvalues.imag),
-            "max_eigenvalue_magnitude": (per_start, magnitude),
-            "stable": (per_start, magnitude < 1),
+            # hidden states are in network units (a.u.); the speed is half their
+            # squared change per step; the step map's eigenvalues are dimensionless
+            "fixed_point": ((*per_start, "unit"), points, A_U),
+            "speed": (per_start, speeds, {"units": "a.u.^2"}),
+            "converged": (per_start, converged, ONE),
+            "distinct": (per_start, distinct, ONE),
+            "eigenvalue_real": ((*per_start, "mode"), eigenvalues.real, ONE),
+            "eigenvalue_imag": ((*per_start, "mode"), eigenvalues.imag, ONE),
+            "max_eigenvalue_magnitude": (per_start, magnitude, ONE),
+            "stable": (per_start, magnitude < 1, ONE),
         },
         coords={
             "replicate": np.arange(n_rep),
@@ -363,7 +368,8 @@ class FixedPointsAnalysis(AbstractAnalysis):
             coords={"goal_angle": states.goal_angle, "goal_distance": states.goal_distance},
         )
         fixed_points = xr.merge([fixed_points, end_state_plane(states)], combine_attrs="override")
-        fixed_points["end_distance"] = distance_to_end(fixed_points, states)
+        # relative to the spread of the hidden trajectories: dimensionless
+        fixed_points["end_distance"] = distance_to_end(fixed_points, states).assign_attrs(ONE)
         found = fixed_points.converged & fixed_points.distinct
         logger.info(
             "Fixed points: %d distinct found, %d of them stable",

@@ -14,6 +14,8 @@ from ._base import AbstractAnalysis, AnalysisInputs
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
+A_U, A_U2, ONE = {"units": "a.u."}, {"units": "a.u.^2"}, {"units": "1"}
+
 
 def _principal_components(
     samples: np.ndarray, n_components: int
@@ -83,13 +85,15 @@ def hidden_pca(states: xr.Dataset, *, n_components: int) -> xr.Dataset:
     dtype = hidden.dtype
     return xr.Dataset(
         {
-            "explained_variance": (("replicate", "pc"), variance.astype(dtype)),
-            "explained_variance_ratio": (("replicate", "pc"), ratio.astype(dtype)),
-            "loading": (("replicate", "pc", "unit"), loading.astype(dtype)),
-            "mean": (("replicate", "unit"), mean.astype(dtype)),
+            # hidden activity is in network units (a.u.); its variance in their square
+            "explained_variance": (("replicate", "pc"), variance.astype(dtype), A_U2),
+            "explained_variance_ratio": (("replicate", "pc"), ratio.astype(dtype), ONE),
+            "loading": (("replicate", "pc", "unit"), loading.astype(dtype), ONE),
+            "mean": (("replicate", "unit"), mean.astype(dtype), A_U),
             "projection": (
                 ("replicate", "condition", "trial", "time", "pc"),
                 projection.astype(dtype),
+                A_U,
             ),
         },
         coords={**hidden.coords, "pc": np.arange(1, n_components + 1)},

@@ -28,6 +28,7 @@ TABLE_COLUMNS = (
     "reference",
     "condition",
     "metric",
+    "units",
     "statistic",
     "estimate",
     "ci_low",
@@ -40,6 +41,10 @@ TABLE_COLUMNS = (
 SHARED_SEED = "shared seed"
 SAME_ANCESTOR = "same ancestor replicates"
 UNPAIRED = "unpaired"
+# The summary's numbers have the unit of their metric, which varies along `metric`: their
+# attribute points at the ``units (metric)`` coord; counts and labels are dimensionless.
+PER_METRIC = {"units": "per metric, see the units coord"}
+COUNT = {"units": "1"}
 # Key streams folded into the caller's key first, so that means and contrasts never share one.
 _MEAN_STREAM, _CONTRAST_STREAM = 0, 1
 
@@ -72,7 +77,11 @@ def replicate_values(history: xr.Dataset, metrics: xr.Dataset) -> xr.Dataset:
     final = final.reset_coords(drop=True)
     if "diverged_at" in history.variables:
         final = final.where(history.diverged_at.reset_coords(drop=True) < 0)
-    final.attrs = {"description": f"total validation loss after {validation_step} batches"}
+    final.attrs = {
+        "description": f"total validation loss after {validation_step} batches",
+        # a weighted sum of terms in different units: arbitrary units
+        "units": "a.u.",
+    }
     if "condition" not in metrics.dims:
         metrics = metrics.expand_dims(condition=[NO_CONDITION])
     averaged = metrics.mean("trial", keep_attrs=True).reset_coords(drop=True)
@@ -327,16 +336,16 @@ def summarise(
     pair_dims = ("experiment", "reference", "metric", "condition")
     return xr.Dataset(
         {
-            "mean": (cell_dims, mean),
-            "ci_low": (cell_dims, low),
-            "ci_high": (cell_dims, high),
-            "n": (cell_dims, n),
-            "difference": (pair_dims, difference),
-            "difference_ci_low": (pair_dims, difference_low),
-            "difference_ci_high": (pair_dims, difference_high),
-            "difference_n": (pair_dims, difference_n),
-            "paired": (("experiment", "reference"), paired),
-            "pairing": (("experiment", "reference"), reasons),
+            "mean": (cell_dims, mean, PER_METRIC),
+            "ci_low": (cell_dims, low, PER_METRIC),
+            "ci_high": (cell_dims, high, PER_METRIC),
+            "n": (cell_dims, n, COUNT),
+            "difference": (pair_dims, difference, PER_METRIC),
+            "difference_ci_low": (pair_dims, difference_low, PER_METRIC),
+            "difference_ci_high": (pair_dims, difference_high, PER_METRIC),
+            "difference_n": (pair_dims, difference_n, COUNT),
+            "paired": (("experiment", "reference"), paired, COUNT),
+            "pairing": (("experiment", "reference"), reasons, COUNT),
         },
         coords={
             "experiment": np.array(names, dtype=object),
@@ -370,13 +379,14 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
     **Returns:**
 
     A DataFrame with the columns ``experiment``, ``reference``, ``condition``,
-    ``metric``, ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n``,
+    ``metric``, ``units`` (the metric's, as in its store), ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n``,
     ``confidence`` and ``pairing`` (``""`` in a mean's row); a metric without
     conditions has condition ``""``.
     """
     confidence = summary.attrs["confidence"]
     names = [str(name) for name in summary.experiment.values]
     metrics = [str(metric) for metric in summary.metric.values]
+    units = [str(unit) for unit in summary.units.values]
     conditions = [str(condition) for condition in summary.condition.values]
     cell_dims = ("experiment", "metric", "condition")
     pair_dims = ("experiment", "reference", "metric", "condition")
@@ -396,7 +406,17 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
         for c, condition in enumerate(conditions)
     ]
     rows = [
-        (name, "", condition, metric, "mean", *(array[e, m, c] for array in plain), confidence, "")
+        (
+            name,
+            "",
+            condition,
+            metric,
+            units[m],
+            "mean",
+            *(array[e, m, c] for array in plain),
+            confidence,
+            "",
+        )
         for e, name in enumerate(names)
         for m, metric, c, condition in cells
         if defined[e, m, c]
@@ -407,6 +427,7 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
             reference,
             condition,
             metric,
+            units[m],
             "paired difference" if paired[e, r] else "difference",
             *(array[e, r, m, c] for array in contrast),
             confidence,

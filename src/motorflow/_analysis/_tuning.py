@@ -111,9 +111,10 @@ def directional_tuning(
     return xr.Dataset(
         {
             "preferred_direction": (dims, preferred, {"units": "rad"}),
-            "tuning_depth": (dims, np.hypot(cosine, sine)),
-            "baseline": (dims, baseline),
-            "r_squared": (dims, r_squared),
+            # the fit is to hidden activity, in network units (a.u.)
+            "tuning_depth": (dims, np.hypot(cosine, sine), {"units": "a.u."}),
+            "baseline": (dims, baseline, {"units": "a.u."}),
+            "r_squared": (dims, r_squared, {"units": "1"}),
         },
         coords=coords,
         attrs={**states.attrs, "speed_threshold": speed_threshold, "window": window},

@@ -13,6 +13,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ._style import (
+    axis_label,
     log_scale_if_possible,
     suptitle,
 )
@@ -138,9 +139,9 @@ def _shown_condition(summary: xr.Dataset, metric: str, condition: str | None) ->
 
 def _metric_label(summary: xr.Dataset, metric: str) -> str:
     if metric == "final_validation_loss":
-        return "final validation loss (total)"
+        return "final validation loss, total (a.u.)"
     units = str(summary.units.sel(metric=metric).item()) if "units" in summary.coords else ""
-    return metric.replace("_", " ") + (f" ({units})" if units else "")
+    return axis_label(metric, units)
 
 
 def _draw_estimate(
@@ -257,7 +258,7 @@ def _draw_curves(
     if drawn:
         log_scale_if_possible(ax, np.concatenate(drawn))
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("validation loss (total)")
+    ax.set_ylabel("validation loss, total (a.u.)")
     ax.set_title(
         "training: replicates (thin) and mean"
         if per_batch is None
@@ -300,7 +301,7 @@ def _draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list
     ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=1)
     ax.set_ylim(-1.05, 1.05)
     ax.set_xlabel("batch")
-    ax.set_ylabel("cosine with the BPTT gradient")
+    ax.set_ylabel("cosine with the BPTT gradient (1)")
     ax.set_title("gradient alignment: mean of the replicates", fontsize="medium")
     handles = [
         mpl.lines.Line2D([], [], color="0.2", ls=_GROUP_STYLES[i % len(_GROUP_STYLES)], label=g)

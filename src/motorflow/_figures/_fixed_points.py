@@ -23,9 +23,9 @@ def _plane_axes(fixed_points: xr.Dataset, pca: xr.Dataset | None, replicate: int
         one = fixed_points.sel(replicate=replicate)
         ratio = one.end_plane_ratio.values
         labels = [
-            f"end-state PC{k + 1} ({100 * r:.1f}% of end-state variance)"
+            f"end-state PC{k + 1} (a.u.; {100 * r:.1f}% of end-state variance)"
             if np.isfinite(r)
-            else f"end-state PC{k + 1}"
+            else f"end-state PC{k + 1} (a.u.)"
             for k, r in enumerate(ratio[:2])
         ]
         paths = one.end_plane_projection.isel(end_pc=[0, 1]).transpose("trial", "time", "end_pc")
@@ -38,7 +38,7 @@ def _plane_axes(fixed_points: xr.Dataset, pca: xr.Dataset | None, replicate: int
         one = one.isel(condition=0)
     one = one.sel(pc=[1, 2])
     ratio = one.explained_variance_ratio.values
-    labels = [f"PC{k + 1} ({100 * r:.1f}% of variance)" for k, r in enumerate(ratio)]
+    labels = [f"PC{k + 1} (a.u.; {100 * r:.1f}% of variance)" for k, r in enumerate(ratio)]
     paths = one.projection.transpose("trial", "time", "pc").values
     return one["mean"].values, one.loading.transpose("pc", "unit").values, paths, labels
 
@@ -56,8 +56,8 @@ def _eigenvalue_panel(ax: Axes, found: xr.Dataset, kept: np.ndarray, colors: np.
         color = np.repeat(colors[kept], real.shape[-1], axis=0)
         ax.scatter(real.ravel(), imag.ravel(), s=10, c=color, alpha=0.7, linewidths=0)
     ax.set_aspect("equal")
-    ax.set_xlabel("Re λ")
-    ax.set_ylabel("Im λ")
+    ax.set_xlabel("Re λ (1)")
+    ax.set_ylabel("Im λ (1)")
     ax.set_title("Jacobian eigenvalues (circle: |λ| = 1)", fontsize="medium")
 
 

@@ -39,7 +39,11 @@ def _label_axes(ax: Axes, ratio: xr.DataArray) -> None:
     """PC1 and PC2 axis labels with the share of variance each explains."""
     for pc, set_label in zip((1, 2), (ax.set_xlabel, ax.set_ylabel)):
         share = float(ratio.sel(pc=pc))
-        set_label(f"PC{pc} ({100 * share:.1f}% of variance)" if np.isfinite(share) else f"PC{pc}")
+        set_label(
+            f"PC{pc} (a.u.; {100 * share:.1f}% of variance)"
+            if np.isfinite(share)
+            else f"PC{pc} (a.u.)"
+        )
 
 
 def _draw_paths(ax: Axes, one: xr.Dataset, colors: np.ndarray, **style) -> bool:
@@ -105,8 +109,12 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
         _draw_paths(ax, one, colors, lw=0.8)
         ratio = one.explained_variance_ratio.sel(pc=[1, 2]).values
         ax.set_title(f"replicate {each}", fontsize="medium")
-        ax.set_xlabel(f"PC1 ({100 * ratio[0]:.0f}%)" if np.isfinite(ratio[0]) else "PC1")
-        ax.set_ylabel(f"PC2 ({100 * ratio[1]:.0f}%)" if np.isfinite(ratio[1]) else "PC2")
+        ax.set_xlabel(
+            f"PC1 (a.u.; {100 * ratio[0]:.0f}%)" if np.isfinite(ratio[0]) else "PC1 (a.u.)"
+        )
+        ax.set_ylabel(
+            f"PC2 (a.u.; {100 * ratio[1]:.0f}%)" if np.isfinite(ratio[1]) else "PC2 (a.u.)"
+        )
         ax.tick_params(labelsize="small")
         axes.append(ax)
     last = len(replicates)
@@ -198,8 +206,8 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
             lw=1.5,
             label=f"{label} ({depth.size} units, median R² {median})",
         )
-    depth_ax.set_xlabel("tuning depth (hidden activity)")
-    depth_ax.set_ylabel("fraction of units")
+    depth_ax.set_xlabel("tuning depth of the hidden activity (a.u.)")
+    depth_ax.set_ylabel("fraction of units (1)")
     if depth_ax.patches:
         fig.legend(handles=depth_ax.patches, loc="outside lower right", fontsize="small")
     else:

@@ -114,7 +114,7 @@ def plot_loss_history(history: xr.Dataset, *, title: str = "") -> Figure:
         validation = validation.isel(validation_step=validation.notnull().any("replicate").values)
         ax.set_title(_loss_panel_title(term, weights))
         ax.set_xlabel("batch")
-        ax.set_ylabel("loss")
+        ax.set_ylabel("loss (a.u.)")
         if loss.sizes["batch"] == 0 and validation.sizes["validation_step"] == 0:
             no_data(ax)
             continue

@@ -14,6 +14,7 @@ from matplotlib.figure import Figure, SubFigure
 from .._analysis._bootstrap import bootstrap_interval
 from ._style import (
     angle_colors,
+    axis_label,
     by_condition,
     condition_label,
     final_goal,
@@ -106,7 +107,7 @@ def curve_interval(
 
 
 def _label(name: str, units: str) -> str:
-    return f"{name} ({units})" if units else name
+    return axis_label(name, units)
 
 
 def _draw_paths(
@@ -142,7 +143,7 @@ def _draw_paths(
         )
         units = summary.attrs.get("units", "")
         # Below the axes, never over the paths.
-        ax.set_xlabel(f"x (m)\n{summary.name}: {value:.3g} {units}")
+        ax.set_xlabel(f"x (m)\n{str(summary.name).replace('_', ' ')}: {value:.3g} {units}")
         points.append(pos.reshape(-1, 2))
         points.append(goals)
     axes[0].set_ylabel("y (m)")

@@ -18,6 +18,13 @@ TRAIN_COLOR = "tab:blue"
 VALIDATION_COLOR = "tab:orange"
 
 
+def axis_label(name: str, units: str) -> str:
+    """An axis label naming quantity and unit, "max lateral deviation (m)": a stored
+    variable's name with spaces for underscores, its ``units`` attribute in brackets."""
+    quantity = name.replace("_", " ")
+    return f"{quantity} ({units})" if units else quantity
+
+
 def angle_colors(goal_angle: xr.DataArray) -> np.ndarray:
     """RGBA per trial from its goal angle on a cyclic colormap, shape `(trial, 4)`."""
     turns = np.mod(np.asarray(goal_angle, dtype=float), 2 * np.pi) / (2 * np.pi)

@@ -178,6 +178,9 @@ class AbstractPerturbation(Block):
     )
 
     DRAWN: ClassVar[tuple[str, ...]] = ()
+    #: the unit of each `DRAWN` setting as stored (CF ``units`` strings: "N", "s",
+    #: "m", "degree", "1"); the evaluation store labels its per-trial values with it.
+    UNITS: ClassVar[dict[str, str]] = {}
     TIMES: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod

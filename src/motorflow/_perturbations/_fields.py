@@ -58,6 +58,7 @@ class CurlField(AbstractPerturbation):
     )
 
     DRAWN: ClassVar[tuple[str, ...]] = ("strength",)
+    UNITS: ClassVar[dict[str, str]] = {"strength": "N*s/m"}
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         sign = 1.0 if self.direction == "ccw" else -1.0
@@ -87,6 +88,7 @@ class ViscousField(AbstractPerturbation):
     scale: Drawn = Field(1.0, description="multiplies B (a range: drawn per trial)")
 
     DRAWN: ClassVar[tuple[str, ...]] = ("scale",)
+    UNITS: ClassVar[dict[str, str]] = {"scale": "1"}
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         gain = params["active"] * params["scale"]
@@ -108,6 +110,7 @@ class ConstantField(AbstractPerturbation):
     frame: Frame = "world"
 
     DRAWN: ClassVar[tuple[str, ...]] = ("strength", "angle")
+    UNITS: ClassVar[dict[str, str]] = {"strength": "N", "angle": "degree"}
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         force = params["active"] * params["strength"] * trial.direction(params["angle"], self.frame)

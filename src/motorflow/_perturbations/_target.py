@@ -22,6 +22,7 @@ class TargetJump(AbstractPerturbation):
     frame: Frame = "reach"
 
     DRAWN: ClassVar[tuple[str, ...]] = ("time", "distance", "angle")
+    UNITS: ClassVar[dict[str, str]] = {"time": "s", "distance": "m", "angle": "degree"}
     TIMES: ClassVar[tuple[str, ...]] = ("time",)
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:

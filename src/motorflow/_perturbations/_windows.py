@@ -47,6 +47,12 @@ class ForcePulse(_Windowed):
     amplitude: NonNegativeDrawn = Field(1.0, description="N")
 
     DRAWN: ClassVar[tuple[str, ...]] = ("amplitude", "angle", "start", "duration")
+    UNITS: ClassVar[dict[str, str]] = {
+        "amplitude": "N",
+        "angle": "degree",
+        "start": "s",
+        "duration": "s",
+    }
     SIZE: ClassVar[str] = "amplitude"
     EFFECT: ClassVar[str] = "force"
 
@@ -62,5 +68,11 @@ class FeedbackOffset(_Windowed):
     duration: PositiveDrawn = Field(0.1, description="s")
 
     DRAWN: ClassVar[tuple[str, ...]] = ("distance", "angle", "start", "duration")
+    UNITS: ClassVar[dict[str, str]] = {
+        "distance": "m",
+        "angle": "degree",
+        "start": "s",
+        "duration": "s",
+    }
     SIZE: ClassVar[str] = "distance"
     EFFECT: ClassVar[str] = "feedback"

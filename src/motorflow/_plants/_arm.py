@@ -124,6 +124,8 @@ class TwoLinkArm(AbstractPlant):
 
     n_controls: ClassVar[int] = 2
     record_dims: ClassVar[dict[str, str]] = {"joint_angle": "joint", "joint_velocity": "joint"}
+    record_units: ClassVar[dict[str, str]] = {"joint_angle": "rad", "joint_velocity": "rad/s"}
+    control_units: ClassVar[str] = "N*m"
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = (
         "points the hand reaches with the elbow angle in [0, pi] and both joint angles "

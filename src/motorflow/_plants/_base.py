@@ -44,12 +44,18 @@ class AbstractPlant(eqx.Module):
       network's output into it (e.g. a sigmoid for `(0, 1)`); the plant also clips
       into it, but a clipped control has zero gradient outside the range.
     - `record_dims`: the name of the last dim of each variable :meth:`record` returns.
+    - `record_units`: the unit (SI string, CF ``units`` style: "m", "rad", "N", "1")
+      of each variable :meth:`record` returns; same keys as `record_dims`.
+    - `control_units`: the unit of the control vector ("N" for forces, "N*m" for
+      torques, "1" for muscle excitations).
     - `workspace_note`: one line saying which effector positions
       :meth:`is_reachable` accepts, for error messages.
     """
 
     n_controls: eqx.AbstractClassVar[int]
     record_dims: eqx.AbstractClassVar[dict[str, str]]
+    record_units: eqx.AbstractClassVar[dict[str, str]]
+    control_units: eqx.AbstractClassVar[str]
     control_range: eqx.AbstractClassVar[tuple[float, float] | None]
     workspace_note: eqx.AbstractClassVar[str]
 

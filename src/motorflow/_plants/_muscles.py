@@ -212,6 +212,15 @@ class MuscleArm(AbstractPlant):
         "fibre_length": "muscle",
         "fibre_velocity": "muscle",
     }
+    record_units: ClassVar[dict[str, str]] = {
+        "joint_angle": "rad",
+        "joint_velocity": "rad/s",
+        "muscle_activation": "1",
+        "muscle_force": "N",
+        "fibre_length": "m",
+        "fibre_velocity": "m/s",
+    }
+    control_units: ClassVar[str] = "1"
     control_range: ClassVar[tuple[float, float] | None] = (0.0, 1.0)
     workspace_note: ClassVar[str] = TwoLinkArm.workspace_note
 

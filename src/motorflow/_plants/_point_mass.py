@@ -44,6 +44,8 @@ class PointMass(AbstractPlant):
 
     n_controls: ClassVar[int] = 2
     record_dims: ClassVar[dict[str, str]] = {}
+    record_units: ClassVar[dict[str, str]] = {}
+    control_units: ClassVar[str] = "N"
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = "every finite point of the plane"
 

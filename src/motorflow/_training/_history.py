@@ -16,6 +16,9 @@ from ._run_record import named_arrays
 
 History = dict[str, dict[str, np.ndarray] | np.ndarray]
 
+# Units (CF ``units`` attribute) of the stored numbers.
+A_U, ONE = {"units": "a.u."}, {"units": "1"}
+
 
 def empty_history(
     terms: Sequence[str],
@@ -109,31 +112,41 @@ def history_dataset(
 
     dataset = xr.Dataset(
         {
-            "loss": (("term", "batch", "replicate"), per_term("loss")),
+            # losses weight terms of different units into one number: arbitrary units
+            "loss": (("term", "batch", "replicate"), per_term("loss"), A_U),
             "grad_norm": (
                 ("term", "batch", "replicate"),
                 per_term("grad_norm"),
                 {
                     "description": "global norm of the gradient over the arrays trained in "
-                    "the batch, before clipping; per term: of its weighted part"
+                    "the batch, before clipping; per term: of its weighted part",
+                    **A_U,
                 },
             ),
-            "learning_rate": ("batch", np.asarray(history["learning_rate"])),
+            "learning_rate": ("batch", np.asarray(history["learning_rate"]), ONE),
             "validation_loss": (
                 ("term", "validation_step", "replicate"),
                 per_term("validation"),
+                A_U,
             ),
             "diverged_at": (
                 "replicate",
                 np.asarray(history["diverged_at"]),
-                {"description": "batch at which the replicate diverged and was frozen; -1: never"},
+                {
+                    "description": "batch at which the replicate diverged and was frozen; -1: never",
+                    **ONE,
+                },
             ),
             "best_batch": (
                 "replicate",
                 np.asarray(history["best_batch"]),
-                {"description": "batches trained when the validation loss was lowest"},
+                {"description": "batches trained when the validation loss was lowest", **ONE},
             ),
-            "best_validation_loss": ("replicate", np.asarray(history["best_validation_loss"])),
+            "best_validation_loss": (
+                "replicate",
+                np.asarray(history["best_validation_loss"]),
+                A_U,
+            ),
         },
         coords={
             "term": term_coord,
@@ -150,7 +163,8 @@ def history_dataset(
             np.stack([np.asarray(v) for v in alignment.values()]),
             {
                 "description": "cosine between the learning rule's update and the BPTT "
-                "gradient on the validation set, per trained array (group)"
+                "gradient on the validation set, per trained array (group)",
+                **ONE,
             },
         )
         dataset = dataset.assign_coords(group=np.array(list(alignment), dtype=object))
@@ -160,7 +174,8 @@ def history_dataset(
     dataset = dataset.assign_coords(snapshot_step=steps)
     for name, values in history["snapshot"].items():
         dims = ("snapshot_step", "replicate", *(f"{name}_dim{i}" for i in range(values.ndim - 2)))
-        dataset[f"snapshot.{name}"] = (dims, np.asarray(values))
+        # the network's trained arrays: network units
+        dataset[f"snapshot.{name}"] = (dims, np.asarray(values), A_U)
     if trials is not None:
         dataset = dataset.assign(_trial_snapshots(trials, steps, n_replicates))
     return dataset

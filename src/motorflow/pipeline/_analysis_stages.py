@@ -55,7 +55,8 @@ def analyse_experiment(
     )
     analysis = xr.merge(
         [analysis.run(inputs) for analysis in options.analyses.values()],
-        combine_attrs="drop",
+        # keeps each variable's own attributes (its units); the store's are set below
+        combine_attrs="drop_conflicts",
     )
     analysis.attrs = json_attrs({"experiment": name, "analysis": options.to_dict()})
     write_dataset(analysis, analysis_path)

@@ -203,7 +203,7 @@ def center_out_dataset(
         coords={
             "component": COMPONENTS,
             "goal_angle": ("trial", np.asarray(center_out.goal_angle), {"units": "rad"}),
-            "goal_distance": ("trial", np.asarray(center_out.goal_distance)),
+            "goal_distance": ("trial", np.asarray(center_out.goal_distance), {"units": "m"}),
         },
         attrs=_trial_attrs(center_out.trials, attrs),
     )
