@@ -9,13 +9,17 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 
-import jax
-
 
 def enable_compilation_cache(directory: str | Path | None) -> None:
-    """Cache compiled programs in `directory` (shared by every stage); '' or None: off."""
+    """Cache compiled programs in `directory` (shared by every stage); '' or None: off.
+
+    JAX is imported here, not at module import: a figure or summary job that only
+    logs never loads it (about 1 CPU-second a job).
+    """
     if not directory:
         return
+    import jax
+
     path = Path(directory).absolute()
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))

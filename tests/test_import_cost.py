@@ -1,0 +1,42 @@
+"""A job that only logs pays no JAX import (issue 27 point 9: a sweep's start-ups).
+
+Each check runs in a fresh interpreter, since this test process has JAX loaded.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _loads_jax(code: str) -> bool:
+    probe = code + "\nimport sys\nprint('jax' in sys.modules)"
+    output = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    return output.stdout.strip().splitlines()[-1] == "True"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import motorflow.pipeline as mfp",
+        "import motorflow.pipeline as mfp; mfp.stage_logging",
+    ],
+)
+def test_logging_set_up_does_not_import_jax(code):
+    # Fails if motorflow.pipeline._runtime (or the package) imports JAX eagerly.
+    assert not _loads_jax(code)
+
+
+def test_compilation_cache_still_configures_jax(tmp_path):
+    cache = tmp_path / "cache"
+    code = (
+        "import motorflow.pipeline as mfp, jax\n"
+        f"mfp.enable_compilation_cache({str(cache)!r})\n"
+        f"assert jax.config.jax_compilation_cache_dir == {str(cache)!r}"
+    )
+    assert _loads_jax(code)
+    assert cache.is_dir()
