@@ -4,6 +4,7 @@ replicate that loads (with motorflow or plain equinox) as the replicate it was."
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
 import shlex
@@ -20,6 +21,7 @@ import pandas as pd
 import pytest
 import yaml
 from workflow_helpers import (
+    REPO,
     at,
     evaluate_through_stage,
     make_workdir,
@@ -573,3 +575,22 @@ def test_help_and_argument_errors_answer_without_loading_jax(entry, argv, code, 
     assert "motorflow.pipeline._cli" in imported  # the report covers the command's imports
     loaded = sorted(m for m in imported if m.split(".")[0] in HEAVY_LIBRARIES)
     assert loaded == []
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback():
+    # `motorflow check c.yaml | head -1`: head exits after one line. Here the reading
+    # end is closed before the command writes at all.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "motorflow", "check", str(REPO / "config" / "config.yaml")],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode == 1

@@ -18,6 +18,7 @@ xarray, zarr) when it runs.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -169,6 +170,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command `argv` (default: the process's arguments); returns the exit code:
     0, or 2 for a folder that is no trained experiment or a replicate out of range
     (with one message on stderr); ``check`` returns 1 for a refused config."""
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        # The reader closed the pipe (`motorflow check c.yaml | head -1`): stop quietly,
+        # as Unix tools do, with stdout pointed where the interpreter's final flush
+        # cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "check":
         return check(args.config)
