@@ -38,6 +38,8 @@ class _Oscillator(AbstractPlant):
 
     n_controls: ClassVar[int] = 1
     record_dims: ClassVar[dict[str, str]] = {}
+    record_units: ClassVar[dict[str, str]] = {}
+    control_units: ClassVar[str] = "N"
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = "the x axis"
 
