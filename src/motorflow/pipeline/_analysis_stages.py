@@ -55,7 +55,10 @@ def analyse_experiment(
     )
     analysis = xr.merge(
         [analysis.run(inputs) for analysis in options.analyses.values()],
-        # keeps each variable's own attributes (its units); the store's are set below
+        # keeps each variable's own attributes (its units); the store's are set below.
+        # Shared coordinates must agree (xarray's present default, named so that its
+        # announced change of default neither warns nor alters the result).
+        compat="no_conflicts",
         combine_attrs="drop_conflicts",
     )
     analysis.attrs = json_attrs({"experiment": name, "analysis": options.to_dict()})
