@@ -4,13 +4,26 @@ percentile bootstrap interval across replicates."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
+import xarray as xr
 from jaxtyping import PRNGKeyArray
 
 from ._bootstrap import bootstrap_interval
 
 COLUMNS = ("experiment", "condition", "statistic", "units", "mean", "low", "high")
+
+
+def each_condition(analysis: xr.Dataset) -> Iterator[tuple[str, xr.Dataset]]:
+    """An analysis store's evaluation conditions, each with its slice (one unnamed
+    condition, ``""``, for a store without the dimension)."""
+    if "condition" not in analysis.dims:
+        yield "", analysis
+        return
+    for condition in analysis.condition.values:
+        yield condition, analysis.sel(condition=condition)
 
 
 def replicate_row(experiment: str, condition: str, statistic: str, units: str, values) -> dict:

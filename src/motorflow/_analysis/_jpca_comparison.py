@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._comparison_table import comparison_table, interval_row
+from ._comparison_table import comparison_table, each_condition, interval_row
 
 # The per-replicate statistics of the table: the analysis store's variable, the table's
 # name for it and its units.
@@ -47,9 +47,7 @@ def rotation_table(
     key = jax.random.key(seed)
     rows = []
     for experiment, analysis in analyses.items():
-        conditions = analysis.condition.values if "condition" in analysis.dims else [""]
-        for condition in conditions:
-            one = analysis.sel(condition=condition) if "condition" in analysis.dims else analysis
+        for condition, one in each_condition(analysis):
             for variable, statistic, units in STATISTICS:
                 if variable in one:
                     values = np.asarray(one[variable].values, dtype=np.float64).ravel()

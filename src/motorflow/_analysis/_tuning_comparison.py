@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._comparison_table import comparison_table, interval_row, replicate_row
+from ._comparison_table import comparison_table, each_condition, interval_row, replicate_row
 
 
 def axial_mean(angles: np.ndarray) -> tuple[float, float]:
@@ -89,9 +89,7 @@ def preferred_direction_table(
     rows = []
     for experiment, analysis in analyses.items():
         min_r_squared = _min_r_squared(analysis)
-        conditions = analysis.condition.values if "condition" in analysis.dims else [""]
-        for condition in conditions:
-            one = analysis.sel(condition=condition) if "condition" in analysis.dims else analysis
+        for condition, one in each_condition(analysis):
             pooled = pooled_axis(analysis, condition, min_r_squared)
             for variable, statistic, units in _STATISTICS:
                 values = np.asarray(one[variable].values, dtype=np.float64)

@@ -13,8 +13,8 @@ from ._style import (
     add_angle_colorbar,
     angle_colors,
     by_condition,
-    condition_label,
     final_goal,
+    label_condition_row,
     square_limits,
     suptitle,
 )
@@ -100,13 +100,7 @@ def plot_arm_postures(
             if column == 0:
                 ax.set_ylabel("y (m)")
         if len(conditions) > 1 or condition:
-            grid[row, 0].annotate(
-                condition_label(states, condition),
-                xy=(0, 1.12),
-                xycoords="axes fraction",
-                fontweight="bold",
-                annotation_clip=False,
-            )
+            label_condition_row(grid[row, 0], states, condition)
     _arm_legend(fig)
     add_angle_colorbar(fig, list(grid.flat))
     suptitle(fig, f"{title} (replicate {replicate})".strip())

@@ -16,6 +16,7 @@ from ._style import (
     diverged_replicates,
     figure_legend,
     final_goal,
+    label_condition_row,
     no_data,
     square_limits,
     suptitle,
@@ -83,13 +84,7 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
             ax.set_ylabel("y (m)")
             square_limits(ax, points)
         if n_rows > 1 or condition:
-            grid[row, 0].annotate(
-                condition_label(states, condition),
-                xy=(0, 1.12),
-                xycoords="axes fraction",
-                fontweight="bold",
-                annotation_clip=False,
-            )
+            label_condition_row(grid[row, 0], states, condition)
     _marker_legend(fig)
     add_angle_colorbar(fig, list(grid.flat))
     n_total = states.sizes["replicate"]

@@ -126,6 +126,17 @@ def condition_label(states: xr.Dataset, condition: str) -> str:
     return f"{condition}: " + ", ".join(_describe(p) for p in described)
 
 
+def label_condition_row(ax, states: xr.Dataset, condition: str) -> None:
+    """Name a small-multiples row's condition above its first panel, in bold."""
+    ax.annotate(
+        condition_label(states, condition),
+        xy=(0, 1.12),
+        xycoords="axes fraction",
+        fontweight="bold",
+        annotation_clip=False,
+    )
+
+
 def _describe(perturbation: dict) -> str:
     """A perturbation's settings in a few words, e.g. ``curl ↻ 10 N s/m``."""
     kind = perturbation["kind"]
