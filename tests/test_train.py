@@ -1,6 +1,7 @@
 import functools
 import itertools
 import logging
+import pickle
 import re
 
 import equinox as eqx
@@ -319,13 +320,35 @@ def test_by_default_a_diverged_replicate_stops_training(tiny):
     assert (error.value.batch, error.value.replicates) == (5, [2])
 
 
-def test_isolation_stops_when_every_replicate_diverged(tiny):
+def test_isolation_finishes_a_run_whose_every_replicate_diverged(tiny, caplog):
+    # Under isolate a diverged replicate is a result (a sweep's value that diverges
+    # ranks last), so a run whose replicates all diverge still ends with its results.
     setup = tiny(on_divergence="isolate", n_replicates=2)
     for replicate, batch in ((0, 3), (1, 12)):
         setup = with_nan_goal(setup, replicate, batch)
-    with pytest.raises(mf.NonFiniteLossError, match="every replicate") as error:
-        setup.train()
-    assert (error.value.batch, error.value.replicates) == (12, [1])
+    with caplog.at_level("WARNING", logger="motorflow"):
+        result = setup.train()
+    assert mf.history_dataset(result.history).diverged_at.values.tolist() == [3, 12]
+    assert caplog.text.count("Every replicate has diverged (the last at batch 12)") == 1
+    params = eqx.filter(result.state.params, eqx.is_inexact_array)
+    assert all(np.isfinite(leaf).all() for leaf in jax.tree.leaves(params))
+    loss = result.history["loss"]["total"]
+    assert np.isfinite(loss[:3, 0]).all() and np.isnan(loss[12:]).all()
+
+
+def test_the_divergence_error_survives_pickling():
+    # A worker process's error must reach its parent (concurrent.futures pickles it).
+    error = mf.NonFiniteLossError(
+        batch=7, replicates=[0, 2], terms=["position"], resume_hint="Resume.", what="parameters"
+    )
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.batch, copy.replicates, copy.terms, copy.what) == (
+        7,
+        [0, 2],
+        ["position"],
+        "parameters",
+    )
+    assert str(copy) == str(error)
 
 
 def test_a_stopping_run_names_parameters_or_loss_whichever_went_first():

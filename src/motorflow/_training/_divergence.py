@@ -12,6 +12,7 @@ it is bitwise what it would be had none diverged).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -43,6 +44,13 @@ class NonFiniteLossError(RuntimeError):
         what: str = "training loss",
     ):
         self.batch, self.replicates, self.terms, self.what = batch, replicates, terms, what
+        self._settings = {
+            "batch": batch,
+            "replicates": replicates,
+            "terms": terms,
+            "resume_hint": resume_hint,
+            "what": what,
+        }
         where = "loss term(s)" if what != "parameters" else "in"
         super().__init__(
             f"Non-finite {what} at batch {batch} in replicate(s) "
@@ -53,6 +61,11 @@ class NonFiniteLossError(RuntimeError):
             "replicates on, then run again (with changed settings training starts "
             "afresh; checkpoints of other settings are never resumed)."
         )
+
+    def __reduce__(self):
+        # Keyword-only settings: rebuilt from them (a worker process's error reaches
+        # its parent intact).
+        return functools.partial(type(self), **self._settings), ()
 
 
 def all_finite(tree: Any) -> Bool[Array, ""]:
@@ -78,6 +91,7 @@ class DivergencePolicy:
     def __init__(self, on_divergence: str, resume_hint):
         self.isolate = on_divergence == "isolate"
         self.resume_hint = resume_hint
+        self._said_all = False
 
     def after_update(
         self, before: np.ndarray, after: np.ndarray, losses: dict[str, np.ndarray], start: int
@@ -133,10 +147,18 @@ class DivergencePolicy:
         )
 
     def _unless_all_diverged(self, diverged_at: np.ndarray) -> None:
-        if (diverged_at != HEALTHY).all():
-            batch = int(diverged_at.max())
-            raise self._error(
-                batch, diverged_at == batch, ["total"], "loss or parameters (every replicate)"
+        """Say once that every replicate has diverged. The run goes on to its end (its
+        frozen replicates take no step), so that its results are written, each flagged:
+        under ``isolate`` a diverged replicate is a result, as a sweep's value that
+        diverges is (`best_setting` ranks it last)."""
+        if (diverged_at != HEALTHY).all() and not self._said_all:
+            self._said_all = True
+            logger.warning(
+                "Every replicate has diverged (the last at batch %d): the run goes on to "
+                "its end without updates, and its results are written, every replicate "
+                "flagged in diverged_at. Lower the learning rate (or see "
+                "train.on_divergence) to train them.",
+                int(diverged_at.max()),
             )
 
     def _error(self, batch: int, replicates: np.ndarray, terms, what: str) -> NonFiniteLossError:

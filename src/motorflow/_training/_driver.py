@@ -31,7 +31,7 @@ from ._history import (
 )
 from ._plan import TrainingPlan
 from ._preemption import PreemptionWatch, TrainingPreempted
-from ._progress import BatchRate, log_line
+from ._progress import BatchRate, finite_mean, log_line
 from ._resume import closing, open_checkpoints, resume, resume_hint
 from ._run_identity import run_fingerprint, run_id, trials_to_validate_on
 from ._run_record import (
@@ -258,7 +258,7 @@ def train(
                 if plan.snapshots_at(stop):
                     record_snapshot(history, stop, state.params)
                 bar.update(stop - start)
-                bar.set_postfix(loss=f"{np.nanmean(losses['total'][-1]):.3g}")
+                bar.set_postfix(loss=f"{finite_mean(losses['total'][-1]):.3g}")
                 if plan.logs_at(stop):
                     line = log_line(stop, config.n_batches, losses, val_losses, state)
                     logger.info("%s  %.1f batch/s", line, rate.since_last(stop))
@@ -267,8 +267,11 @@ def train(
                         stop,
                         state=state,
                         history=jax.tree.map(np.copy, history),
-                        # Ranks the checkpoints for keeping: unvalidated ones rank last.
-                        loss=np.inf if val_losses is None else np.nanmean(val_losses["total"]),
+                        # Ranks the checkpoints for keeping: unvalidated ones (and ones with
+                        # every replicate diverged) rank last.
+                        loss=np.inf
+                        if val_losses is None
+                        else np.nan_to_num(finite_mean(val_losses["total"]), nan=np.inf),
                     )
                     kill_point("checkpoint")
                 if preemption.requested and stop < config.n_batches:

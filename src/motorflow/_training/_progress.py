@@ -10,8 +10,15 @@ from ._divergence import HEALTHY
 from ._state import TrainState
 
 
+def finite_mean(values: np.ndarray) -> float:
+    """The mean over the replicates still training (finite values); NaN when none is."""
+    values = np.asarray(values)
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
 def format_losses(losses: dict[str, np.ndarray]) -> str:
-    return "  ".join(f"{name} {np.nanmean(value):.3g}" for name, value in losses.items())
+    return "  ".join(f"{name} {finite_mean(value):.3g}" for name, value in losses.items())
 
 
 def log_line(
