@@ -1003,3 +1003,14 @@ def test_every_independent_problem_of_an_experiment_is_reported_once():
         "experiments.quiet.model.feedback.delay",
         "experiments.quiet.training.optimizer.weight_decay",
     ], str(error.value)
+
+
+def test_every_non_finite_number_is_named_at_once():
+    config = tiny_config()
+    at("trainings.quick.optimizer", {"learning_rate": float("nan")})(config)
+    at("tasks.reach.workspace", [[-1, -1], [float("inf"), 1]])(config)
+    with pytest.raises(mf.ConfigErrors) as error:
+        mfp.parse_config(config)
+    paths = {problem.path for problem in error.value.errors}
+    assert paths == {"trainings.quick.optimizer.learning_rate", "tasks.reach.workspace[1][0]"}
+    assert all("finite" in problem.message for problem in error.value.errors)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -411,19 +411,30 @@ class WorkflowConfig(Block):
         return self.model_dump(mode="json", exclude={"tasks", "models", "trainings", "experiments"})
 
 
-def check_finite(value: Any, path: str = "") -> None:
+def check_finite(value: Any) -> None:
     """Every number in the config is finite: NaN and infinities are never settings.
 
-    This covers values no block types yet, such as a sweep's grid.
+    This covers values no block types yet, such as a sweep's grid. Each non-finite
+    number is named (one :class:`ConfigError`, or a :class:`ConfigErrors` of several).
     """
+    errors = [
+        ConfigError(path or "(top level)", f"must be a finite number, got {number!r}")
+        for path, number in _non_finite(value, "")
+    ]
+    if errors:
+        raise one_error(errors)
+
+
+def _non_finite(value: Any, path: str) -> Iterator[tuple[str, float]]:
+    """The key path and value of each NaN or infinite number in `value`."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(path or "(top level)", f"must be a finite number, got {value!r}")
-    if isinstance(value, Mapping):
+        yield path, value
+    elif isinstance(value, Mapping):
         for key, item in value.items():
-            check_finite(item, f"{path}.{key}" if path else str(key))
+            yield from _non_finite(item, f"{path}.{key}" if path else str(key))
     elif isinstance(value, (list, tuple)):
         for index, item in enumerate(value):
-            check_finite(item, f"{path}[{index}]")
+            yield from _non_finite(item, f"{path}[{index}]")
 
 
 def parse_config(config: Mapping[str, Any]) -> WorkflowConfig:
