@@ -31,6 +31,20 @@ def test_logging_set_up_does_not_import_jax(code):
     assert not _loads_jax(code)
 
 
+@pytest.mark.parametrize("stage", ["experiment_figures", "arm_figure", "protocol_figure"])
+def test_a_figure_job_loads_neither_jax_nor_equinox(stage):
+    # A figure job (one per experiment, sweep points included) reads its settings and
+    # stores and draws: its imports are matplotlib's and xarray's, not the library's
+    # models. Fails if the stage's module, the figures or the store readers import JAX.
+    code = (
+        "import motorflow.pipeline as mfp\n"
+        f"mfp.{stage}, mfp.parse_setting_params, mfp.read_states, mfp.open_dataset\n"
+        "import sys\n"
+        "assert 'equinox' not in sys.modules"
+    )
+    assert not _loads_jax(code)
+
+
 def test_compilation_cache_still_configures_jax(tmp_path):
     cache = tmp_path / "cache"
     code = (

@@ -5,13 +5,14 @@ percentile bootstrap interval across replicates."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
-from jaxtyping import PRNGKeyArray
 
-from ._bootstrap import bootstrap_interval
+if TYPE_CHECKING:
+    from jaxtyping import PRNGKeyArray
 
 COLUMNS = ("experiment", "condition", "statistic", "units", "mean", "low", "high")
 
@@ -51,6 +52,8 @@ def interval_row(
     """:func:`replicate_row` with the replicates' mean and its interval
     (`bootstrap_interval`, resamples keyed by `key` and the experiment, condition and
     statistic names; NaN values, such as a diverged replicate's, are left out)."""
+    from ._bootstrap import bootstrap_interval  # JAX, only where an interval is drawn
+
     low, high = bootstrap_interval(
         values,
         key=key,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-import jax
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -85,6 +84,8 @@ def preferred_direction_table(
     right, 90° away from the body; its mean is the axial circular mean across
     replicates, with no interval, and ``axis_sd_deg`` their axial circular SD).
     """
+    import jax  # only for the table's intervals: the figure module needs none
+
     key = jax.random.key(seed)
     rows = []
     for experiment, analysis in analyses.items():

@@ -4,14 +4,13 @@ along the stages' batches, and a metric per stage (each optional but the last)."
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import jax
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
 
-from .._analysis._bootstrap import bootstrap_interval
 from ._style import (
     angle_colors,
     axis_label,
@@ -21,6 +20,9 @@ from ._style import (
     square_limits,
     suptitle,
 )
+
+if TYPE_CHECKING:
+    import jax
 
 REPLICATE_COLOR = "0.6"
 
@@ -89,6 +91,9 @@ def curve_interval(
     (:func:`bootstrap_interval`), dims `(bound, point, condition)` with bound ``low``,
     ``high``; each cell's resamples follow from `key` and the cell's stage, batch
     and condition."""
+    # JAX loads here, not with the module: a figure job without a curve never needs it.
+    from .._analysis._bootstrap import bootstrap_interval
+
     bounds = np.full((2, curve.sizes["point"], curve.sizes["condition"]), np.nan)
     for i, (stage, batch) in enumerate(zip(curve.stage.values, curve.batch.values)):
         for j, condition in enumerate(curve.condition.values):

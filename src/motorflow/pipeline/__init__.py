@@ -21,9 +21,10 @@ if TYPE_CHECKING:
     )
     from ._check import CheckedConfig, check_config, read_config
     from ._config_file import load_config_file
+    from ._datasets import StoreError, open_dataset, read_states, write_dataset
     from ._describe import describe_experiment
-    from ._estimate import Estimate, estimate, preflight
     from ._devices import claim_gpus, use_devices, visible_gpus
+    from ._estimate import Estimate, estimate, preflight
     from ._experiments import (
         RESERVED_NAMES,
         Experiment,
@@ -31,22 +32,21 @@ if TYPE_CHECKING:
         resolve_experiment,
         resolve_experiments,
     )
+    from ._figure_stages import arm_figure, experiment_figures, protocol_figure
     from ._invocation import job_invocation, note_workflow_command
-    from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
     from ._job_settings import (
-        SETTING_PARAM_PREFIX,
         evaluate_job_settings,
         flatten_settings,
         is_arm,
         job_run_settings,
         job_settings,
         parse_run_settings,
-        parse_setting_params,
         protocol_curve_stages,
         rule_params,
         setting_param,
         train_job_experiment,
     )
+    from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
     from ._results_folder import (
         RESULTS_ROOT,
         check_results_owner,
@@ -54,24 +54,18 @@ if TYPE_CHECKING:
         results_folder,
     )
     from ._runtime import enable_compilation_cache, stage_logging
+    from ._setting_params import SETTING_PARAM_PREFIX, parse_setting_params
     from ._stages import (
-        arm_figure,
         evaluate_experiment,
         evaluate_snapshots,
-        experiment_figures,
         make_trials,
-        protocol_figure,
         train_experiment,
     )
     from ._store import (
-        StoreError,
         center_out_dataset,
-        open_dataset,
         read_center_out,
-        read_states,
         read_trials,
         trials_dataset,
-        write_dataset,
         write_trials,
     )
     from ._sweeps import grid_points

@@ -187,7 +187,7 @@ def _run(argv: Sequence[str] | None) -> int:
     # Known now to be a command to run: only now the heavy imports.
     from ._config_docs import DocsError
     from ._results import ResultsError
-    from ._store import StoreError
+    from ._datasets import StoreError
 
     try:
         if args.command == "schema":

@@ -10,6 +10,7 @@ from .._config import RESUME_ONLY_KEYS, ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
 from .._plants import ArmConfig
 from ._experiments import Experiment
+from ._setting_params import parse_setting_params
 from ._workflow_config import EvaluationConfig, WorkflowConfig
 
 JobKey = tuple[str, str]
@@ -166,32 +167,6 @@ def rule_params(settings: Mapping[JobKey, Mapping[str, Any]], rule: str) -> list
         {key: texts[min(index, len(texts) - 1)] for key, texts in jobs.items()}
         for index in range(count)
     ]
-
-
-SETTING_PARAM_PREFIX = "setting"
-
-
-def parse_setting_params(params: Any) -> dict[str, Any]:
-    """Nested settings back from :func:`setting_param` texts (the inverse of flattening).
-
-    `params` is a list of the texts, or a rule's named params (Snakemake's
-    ``snakemake.params``), of which those named ``setting<i>`` are read.
-    """
-    if hasattr(params, "items"):
-        params = [
-            text
-            for name, text in params.items()
-            if name.startswith(SETTING_PARAM_PREFIX) and name[len(SETTING_PARAM_PREFIX) :].isdigit()
-        ]
-    nested: dict[str, Any] = {}
-    for text in params:
-        name, _, value = text.partition("=")
-        *parents, last = name.split(".")
-        node = nested
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[last] = json.loads(value)
-    return nested
 
 
 # The rules whose jobs run JAX (and so use the compilation cache).

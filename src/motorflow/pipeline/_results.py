@@ -16,7 +16,7 @@ import xarray as xr
 
 from .._metrics import METRIC_UNITS
 from .._model._saved_ensembles import load_training_record
-from ._store import StoreError, opened_store
+from ._datasets import StoreError, opened_store
 
 HISTORY = "history.zarr"
 STATES = "states.zarr"

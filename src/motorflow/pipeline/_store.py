@@ -2,16 +2,15 @@
 
 Writes go to a temporary sibling and are renamed into place, so a store is
 either complete or absent. Reads check dims, shapes, dtypes and variables and
-name the store and the problem when something is off.
+name the store and the problem when something is off. What any store needs
+(atomic writes, checked reads, the states' layout) is in :mod:`._datasets`, which
+loads no JAX; this module adds the trial specs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
-import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,77 +18,33 @@ import jax.numpy as jnp
 import numpy as np
 import xarray as xr
 
-from .._atomic import atomic_directory
 from .._evaluate import COMPONENTS
-from .._faults import kill_point
 from .._perturbations import PERTURBATIONS, AbstractPerturbation
 from .._tasks import CenterOut, Trials
 from .._tasks._dataset import GO_STEP, TRIAL_FIELDS, perturbation_variable_name, trial_variables
+from ._datasets import (
+    StoreError,
+    check_variables,
+    json_attrs,
+    open_dataset,
+    opened_store,
+    read_states,
+    write_dataset,
+)
 
-
-class StoreError(ValueError):
-    """A Zarr store is missing, damaged or does not have the expected layout."""
-
-    def __init__(self, path: str | Path, problem: str):
-        super().__init__(
-            f"{path}: {problem}. Delete the store and rerun the workflow to rebuild it."
-        )
-
-
-logger = logging.getLogger("motorflow")
-
-
-def write_dataset(dataset: xr.Dataset, path: str | Path, *, encoding: dict | None = None) -> None:
-    """Write `dataset` as a Zarr v3 store at `path`, atomically (replacing any old one).
-
-    The store's metadata is consolidated into its root, so that ``xr.open_zarr(path)``
-    reads it without listing the directory, where Snakemake leaves a marker file
-    (``.snakemake_timestamp``) that zarr would warn about.
-    """
-    with atomic_directory(path) as tmp, warnings.catch_warnings():
-        # zarr notes that consolidated metadata is not (yet) in the v3 specification;
-        # zarr and xarray read it.
-        warnings.filterwarnings("ignore", message="Consolidated metadata is currently not")
-        dataset.to_zarr(tmp, zarr_format=3, consolidated=True, encoding=encoding or {})
-        kill_point(f"write:{Path(path).name}")
-    logger.info("Wrote %s", path)
-
-
-@contextlib.contextmanager
-def opened_store(path: str | Path) -> Iterator[xr.Dataset]:
-    """A store written by :func:`write_dataset`, open but not loaded (read only what
-    you use of it inside the block).
-
-    The store's directory is listed (its consolidated metadata is not relied on), and
-    zarr's warning about the one file there that is not zarr's, Snakemake's marker
-    ``.snakemake_timestamp`` in each directory output, is silenced: it is harmless
-    and would show on every finished run.
-    """
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Object at \.snakemake_timestamp")
-        with xr.open_zarr(path, consolidated=False) as dataset:
-            yield dataset
-
-
-def open_dataset(path: str | Path) -> xr.Dataset:
-    """Open a store written by :func:`write_dataset`, fully loaded into memory."""
-    path = Path(path)
-    if not path.is_dir():
-        raise StoreError(path, "the store does not exist")
-    try:
-        with opened_store(path) as dataset:
-            loaded = dataset.load()
-    except Exception as error:  # noqa: BLE001 - zarr raises many kinds for damaged stores
-        raise StoreError(
-            path, f"cannot be read as a Zarr store ({type(error).__name__}: {error})"
-        ) from None
-    logger.info("Read %s", path)
-    return loaded
-
-
-def json_attrs(values: Mapping[str, Any]) -> dict[str, str]:
-    """Attributes as JSON strings (portable to any xarray backend)."""
-    return {name: json.dumps(value, sort_keys=True) for name, value in values.items()}
+__all__ = [  # the store layer's names, the light ones included
+    "StoreError",
+    "center_out_dataset",
+    "json_attrs",
+    "open_dataset",
+    "opened_store",
+    "read_center_out",
+    "read_states",
+    "read_trials",
+    "trials_dataset",
+    "write_dataset",
+    "write_trials",
+]
 
 
 def _trial_attrs(trials: Trials, attrs: Mapping[str, Any] | None) -> dict[str, str]:
@@ -118,25 +73,6 @@ def write_trials(
     write_dataset(dataset, path, encoding=encoding)
 
 
-def _check_variables(
-    dataset: xr.Dataset, path: str | Path, expected: Mapping[str, tuple[str, ...]]
-) -> None:
-    for name, dims in expected.items():
-        if name not in dataset:
-            raise StoreError(path, f"variable {name!r} is missing (expected {', '.join(expected)})")
-        variable = dataset[name]
-        if variable.dims != dims:
-            raise StoreError(path, f"variable {name!r} has dims {variable.dims}, expected {dims}")
-        if not np.issubdtype(variable.dtype, np.floating):
-            raise StoreError(
-                path, f"variable {name!r} has dtype {variable.dtype}, expected a float type"
-            )
-    if "component" in dataset.dims and dataset.sizes["component"] != 2:
-        raise StoreError(
-            path, f"dim 'component' has size {dataset.sizes['component']}, expected 2 (x, y)"
-        )
-
-
 def _read_perturbations(
     dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...]
 ) -> tuple[tuple[AbstractPerturbation, ...], tuple[dict[str, np.ndarray], ...]]:
@@ -150,7 +86,7 @@ def _read_perturbations(
     for index, perturbation in enumerate(perturbations):
         names = ("active", *perturbation.DRAWN)
         variables = {perturbation_variable_name(index, name): dims for name in names}
-        _check_variables(dataset, path, variables)
+        check_variables(dataset, path, variables)
         params.append(
             {
                 name: np.asarray(
@@ -177,7 +113,7 @@ def _read_go_step(dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...]):
 
 
 def _read_trials(dataset: xr.Dataset, path: str | Path, dims: tuple[str, ...], as_array) -> Trials:
-    _check_variables(dataset, path, {name: (*dims, "component") for name in TRIAL_FIELDS})
+    check_variables(dataset, path, {name: (*dims, "component") for name in TRIAL_FIELDS})
     perturbations, params = _read_perturbations(dataset, path, dims)
     go_step = _read_go_step(dataset, path, dims)
     return Trials(
@@ -221,21 +157,3 @@ def read_center_out(path: str | Path) -> CenterOut:
         goal_angle=jnp.asarray(dataset.goal_angle.values, jnp.float32),
         goal_distance=jnp.asarray(dataset.goal_distance.values, jnp.float32),
     )
-
-
-_STEPS = ("replicate", "condition", "trial", "time")
-STATE_VARIABLES = {
-    "pos": (*_STEPS, "component"),
-    "vel": (*_STEPS, "component"),
-    "control": (*_STEPS, "actuator"),
-    "output": (*_STEPS, "actuator"),
-    "hidden": (*_STEPS, "unit"),
-    "goal": ("condition", "trial", "time", "component"),
-}
-
-
-def read_states(path: str | Path) -> xr.Dataset:
-    """An evaluation states store, checked for every variable and its dims."""
-    dataset = open_dataset(path)
-    _check_variables(dataset, path, STATE_VARIABLES)
-    return dataset
