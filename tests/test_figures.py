@@ -11,7 +11,8 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 import motorflow as mf
-from motorflow._analysis._statistics import replicate_values, summarise
+from motorflow._analysis._replicate_values import replicate_values
+from motorflow._analysis._statistics import summarise
 from motorflow._figures import (
     plot_comparison,
     plot_loss_history,

@@ -31,7 +31,16 @@ def test_logging_set_up_does_not_import_jax(code):
     assert not _loads_jax(code)
 
 
-@pytest.mark.parametrize("stage", ["experiment_figures", "arm_figure", "protocol_figure"])
+@pytest.mark.parametrize(
+    "stage",
+    [
+        "experiment_figures",
+        "arm_figure",
+        "protocol_figure",
+        "comparison_figure",
+        "sweep_figure, mfp.grid_point_names",
+    ],
+)
 def test_a_figure_job_loads_neither_jax_nor_equinox(stage):
     # A figure job (one per experiment, sweep points included) reads its settings and
     # stores and draws: its imports are matplotlib's and xarray's, not the library's

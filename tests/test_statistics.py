@@ -5,12 +5,8 @@ import pytest
 import xarray as xr
 
 from motorflow._analysis._bootstrap import bootstrap_interval, resample_indices, resample_path
-from motorflow._analysis._statistics import (
-    TABLE_COLUMNS,
-    replicate_values,
-    summarise,
-    summary_table,
-)
+from motorflow._analysis._replicate_values import replicate_values
+from motorflow._analysis._statistics import TABLE_COLUMNS, summarise, summary_table
 from motorflow._training._history import empty_history, history_dataset
 
 CONDITIONS = ["null", "curl"]

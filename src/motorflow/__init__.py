@@ -43,12 +43,8 @@ if TYPE_CHECKING:
     )
     from ._analysis._jpca import JPCAAnalysis, hidden_jpca
     from ._analysis._pca import PCAAnalysis, hidden_pca
-    from ._analysis._statistics import (
-        bootstrap_interval,
-        replicate_values,
-        summarise,
-        summary_table,
-    )
+    from ._analysis._replicate_values import replicate_values
+    from ._analysis._statistics import bootstrap_interval, summarise, summary_table
     from ._analysis._tuning import TuningAnalysis, directional_tuning
     from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
     from ._config import (

@@ -8,13 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-
-
-def _is_key(leaf: Any) -> bool:
-    return isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
 
 
 def tree_digest(tree: Any) -> str:
@@ -24,11 +18,17 @@ def tree_digest(tree: Any) -> str:
     delay, a mass, a cell type), so two models that differ only in a setting that
     holds no weights have different digests, as do models with different weights.
     """
+    import jax  # here, not at import: canonical_json's users (a figure job) need none
+    import jax.numpy as jnp
+
+    def is_key(leaf: Any) -> bool:
+        return isinstance(leaf, jax.Array) and jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+
     leaves, structure = jax.tree.flatten(tree)
     sha = hashlib.sha256(str(structure).encode())
     for leaf in leaves:
         if isinstance(leaf, (jax.Array, np.ndarray, np.generic)):
-            array = np.asarray(jax.random.key_data(leaf) if _is_key(leaf) else leaf)
+            array = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
             sha.update(f"array {array.dtype} {array.shape}".encode())
             sha.update(np.ascontiguousarray(array).tobytes())
         else:

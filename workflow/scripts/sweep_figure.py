@@ -6,7 +6,7 @@ sweep = mfp.parse_setting_params(snakemake.params)["sweep"]
 name = snakemake.wildcards.sweep
 with mfp.stage_logging(snakemake.log[0]):
     mfp.sweep_figure(
-        mfp.grid_points(name, mfp.SweepSpec.from_dict({**sweep, "grid": dict(sweep["grid"])})),
+        mfp.grid_point_names(name, dict(sweep["grid"])),
         history_paths=snakemake.input.histories,
         metrics_paths=snakemake.input.metrics,
         summary_path=snakemake.input.summary,

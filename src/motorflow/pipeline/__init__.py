@@ -15,9 +15,7 @@ if TYPE_CHECKING:
         analyse_experiment,
         analysis_comparison,
         analysis_figures,
-        comparison_figure,
         summary_stage,
-        sweep_figure,
     )
     from ._check import CheckedConfig, check_config, read_config
     from ._config_file import load_config_file
@@ -32,7 +30,14 @@ if TYPE_CHECKING:
         resolve_experiment,
         resolve_experiments,
     )
-    from ._figure_stages import arm_figure, experiment_figures, protocol_figure
+    from ._figure_stages import (
+        arm_figure,
+        comparison_figure,
+        experiment_figures,
+        protocol_figure,
+        sweep_figure,
+    )
+    from ._grid import grid_point_names
     from ._invocation import job_invocation, note_workflow_command
     from ._job_settings import (
         evaluate_job_settings,
@@ -114,6 +119,7 @@ __all__ = [
     "experiment_figures",
     "experiment_keys",
     "flatten_settings",
+    "grid_point_names",
     "grid_points",
     "is_arm",
     "job_invocation",

@@ -3,7 +3,6 @@ analyses per experiment, statistics across experiments, and their figures."""
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -14,9 +13,9 @@ import xarray as xr
 
 from .._analysis._base import AnalysisInputs
 from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
-from .._analysis._statistics import replicate_values, summarise, summary_table
+from .._analysis._replicate_values import replicate_values
+from .._analysis._statistics import summarise, summary_table
 from .._config import TaskConfig
-from .._figures import plot_comparison, plot_sweep
 from .._model._saved_ensembles import load_ensemble
 from .._tasks import Task
 from ._experiments import experiment_keys
@@ -152,63 +151,3 @@ def summary_stage(
     )
     write_dataset(summary, store_path)
     write_csv(summary_table(summary), table_path)
-
-
-def comparison_figure(
-    experiments: Sequence[str],
-    *,
-    history_paths: Sequence[Path],
-    metrics_paths: Sequence[Path],
-    summary_path: Path,
-    output_path: Path,
-    options: Mapping[str, Any],
-) -> None:
-    """Final validation loss, endpoint error and lateral deviation per replicate across
-    experiments, with the summary's means, intervals and contrasts, their training
-    curves and the alignment of their rules' updates with the BPTT gradient."""
-    values = _replicate_values(history_paths, metrics_paths, experiments)
-    histories = {
-        name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
-    }
-    curves = {
-        name: history.validation_loss.sel(term="total") for name, history in histories.items()
-    }
-    # Histories written before the alignment was recorded have none.
-    alignment = {
-        name: history.gradient_alignment
-        for name, history in histories.items()
-        if "gradient_alignment" in history
-    }
-    figure = plot_comparison(values, open_dataset(summary_path), curves=curves, alignment=alignment)
-    save_figure(figure, output_path, dpi=options["dpi"])
-
-
-def _training_budget(history) -> tuple[float | None, float | None]:
-    """A history's trials per batch (its training's `batch_size`) and median seconds
-    per batch after compilation (its run record), each None where not recorded."""
-    settings = json.loads(history.attrs.get("experiment", "{}"))
-    record = json.loads(history.attrs.get("run_record", "{}"))
-    training = settings.get("training")
-    trials = training.get("batch_size") if isinstance(training, dict) else None
-    seconds = record.get("timing", {}).get("seconds_per_batch_median")
-    return trials, seconds
-
-
-def sweep_figure(
-    points: Mapping[str, Mapping[str, Any]],
-    *,
-    history_paths: Sequence[Path],
-    metrics_paths: Sequence[Path],
-    summary_path: Path,
-    figure_path: Path,
-    metrics: Sequence[str],
-    options: Mapping[str, Any],
-    title: str = "",
-) -> None:
-    """One sweep's `metrics` against its swept values (`points`: each of its experiments'
-    grid values, in order)."""
-    values = _replicate_values(history_paths, metrics_paths, list(points))
-    figure = plot_sweep(
-        values, dict(points), open_dataset(summary_path), metrics=list(metrics), title=title
-    )
-    save_figure(figure, figure_path, dpi=options["dpi"])

@@ -186,8 +186,8 @@ def _run(argv: Sequence[str] | None) -> int:
         return check(args.config)
     # Known now to be a command to run: only now the heavy imports.
     from ._config_docs import DocsError
-    from ._results import ResultsError
     from ._datasets import StoreError
+    from ._results import ResultsError
 
     try:
         if args.command == "schema":

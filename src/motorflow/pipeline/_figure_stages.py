@@ -1,10 +1,12 @@
-"""The figure stages of one experiment or protocol, as functions of paths: they read
-the stores and draw, loading no JAX (a protocol's learning-curve interval loads it
-where there is a curve), so a figure job starts in a fraction of a second's imports.
+"""The figure stages (an experiment's, a protocol's, a comparison's, a sweep's) as
+functions of paths: they read the stores and draw, loading no JAX (a protocol's
+learning-curve interval loads it where there is a curve), so a figure job's imports
+take a fraction of a second.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,12 +14,15 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
+from .._analysis._replicate_values import replicate_values
 from .._figures import (
     curve_interval,
     plot_arm_postures,
+    plot_comparison,
     plot_loss_history,
     plot_protocol,
     plot_speed_profiles,
+    plot_sweep,
     plot_trajectories,
     protocol_curve,
     protocol_summary,
@@ -127,3 +132,72 @@ def protocol_figure(
     else:
         table = curve.to_dataframe().reset_index()[columns]
     write_csv(table, curve_table_path)
+
+
+def _replicate_values(
+    history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
+) -> dict[str, xr.Dataset]:
+    return {
+        name: replicate_values(open_dataset(history), open_dataset(metrics))
+        for name, history, metrics in zip(names, history_paths, metrics_paths, strict=True)
+    }
+
+
+def comparison_figure(
+    experiments: Sequence[str],
+    *,
+    history_paths: Sequence[Path],
+    metrics_paths: Sequence[Path],
+    summary_path: Path,
+    output_path: Path,
+    options: Mapping[str, Any],
+) -> None:
+    """Final validation loss, endpoint error and lateral deviation per replicate across
+    experiments, with the summary's means, intervals and contrasts, their training
+    curves and the alignment of their rules' updates with the BPTT gradient."""
+    values = _replicate_values(history_paths, metrics_paths, experiments)
+    histories = {
+        name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
+    }
+    curves = {
+        name: history.validation_loss.sel(term="total") for name, history in histories.items()
+    }
+    # Histories written before the alignment was recorded have none.
+    alignment = {
+        name: history.gradient_alignment
+        for name, history in histories.items()
+        if "gradient_alignment" in history
+    }
+    figure = plot_comparison(values, open_dataset(summary_path), curves=curves, alignment=alignment)
+    save_figure(figure, output_path, dpi=options["dpi"])
+
+
+def _training_budget(history) -> tuple[float | None, float | None]:
+    """A history's trials per batch (its training's `batch_size`) and median seconds
+    per batch after compilation (its run record), each None where not recorded."""
+    settings = json.loads(history.attrs.get("experiment", "{}"))
+    record = json.loads(history.attrs.get("run_record", "{}"))
+    training = settings.get("training")
+    trials = training.get("batch_size") if isinstance(training, dict) else None
+    seconds = record.get("timing", {}).get("seconds_per_batch_median")
+    return trials, seconds
+
+
+def sweep_figure(
+    points: Mapping[str, Mapping[str, Any]],
+    *,
+    history_paths: Sequence[Path],
+    metrics_paths: Sequence[Path],
+    summary_path: Path,
+    figure_path: Path,
+    metrics: Sequence[str],
+    options: Mapping[str, Any],
+    title: str = "",
+) -> None:
+    """One sweep's `metrics` against its swept values (`points`: each of its experiments'
+    grid values, in order)."""
+    values = _replicate_values(history_paths, metrics_paths, list(points))
+    figure = plot_sweep(
+        values, dict(points), open_dataset(summary_path), metrics=list(metrics), title=title
+    )
+    save_figure(figure, figure_path, dpi=options["dpi"])

@@ -3,25 +3,18 @@
 from __future__ import annotations
 
 import copy
-import itertools
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
 import pydantic
 
 from .._config_base import ConfigError, config_error, merge_settings
-from .._identity import canonical_json
+from ._grid import grid_point_list
 from ._workflow_config import ExperimentSpec, SweepSpec
 
 # At most this many experiments in a config, sweeps expanded (each is a train job).
 MAX_EXPERIMENTS = 1000
-
-
-def _value_label(value: Any) -> str:
-    text = canonical_json(value).strip('"')
-    return re.sub(r"[^A-Za-z0-9_]", "", text.replace(".", "p").replace("-", "m"))
 
 
 def _nested(setting: str, value: Any) -> dict[str, Any]:
@@ -38,18 +31,15 @@ def grid_points(name: str, sweep: SweepSpec, path: str = "") -> dict[str, dict[s
     The name is the sweep's and each setting's last key with its value
     (``noise-noise_std0p05-hidden_size16``).
     """
-    settings = list(sweep.grid)
     points: dict[str, dict[str, Any]] = {}
-    for combination in itertools.product(*(sweep.grid[s] for s in settings)):
-        labels = [f"{s.split('.')[-1]}{_value_label(v)}" for s, v in zip(settings, combination)]
-        point_name = "-".join([name, *labels])
+    for point_name, values in grid_point_list(name, sweep.grid):
         if point_name in points:
             raise ConfigError(
                 f"{path}.grid",
                 f"two grid points both expand to the experiment name {point_name!r}; "
                 "make the values distinct",
             )
-        points[point_name] = dict(zip(settings, combination))
+        points[point_name] = values
     return points
 
 
