@@ -60,3 +60,15 @@ def test_the_sweep_expands_to_every_value_with_the_same_trials(tuning):
             assert e.train.n_replicates >= 3, e.name
             sizes.add((e.train.n_batches, e.train.batch_size, e.seed))
     assert len(sizes) == 1, f"rules see different trials: {sizes}"
+
+
+def test_the_sweep_trains_on_the_comparisons_trials(tuning):
+    # The learning rates it picks are used at the comparison's size: tuned at another
+    # size, e-prop's ranking changes (its higher rates turn unstable only later).
+    _, experiments = tuning
+    comparison = mfp.resolve_experiments(
+        mfp.load_config_file(REPO / "config" / "learning-rules.yaml")
+    )
+    size = {(e.train.n_batches, e.train.batch_size, e.seed) for e in experiments.values()}
+    assert size == {(comparison["bptt"].train.n_batches, comparison["bptt"].train.batch_size, 0)}
+    assert comparison["bptt"].seed == 0

@@ -13,12 +13,12 @@ import xarray as xr
 
 from .._analysis._base import AnalysisInputs
 from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
-from .._analysis._replicate_values import replicate_values
 from .._analysis._statistics import summarise, summary_table
 from .._config import TaskConfig
 from .._model._saved_ensembles import load_ensemble
 from .._tasks import Task
 from ._experiments import experiment_keys
+from ._figure_stages import read_replicate_values
 from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset
 
@@ -114,15 +114,6 @@ def analysis_comparison(
     write_csv(table, table_path)
 
 
-def _replicate_values(
-    history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
-) -> dict[str, xr.Dataset]:
-    return {
-        name: replicate_values(open_dataset(history), open_dataset(metrics))
-        for name, history, metrics in zip(names, history_paths, metrics_paths, strict=True)
-    }
-
-
 def summary_stage(
     seeds: Mapping[str, int],
     *,
@@ -140,7 +131,7 @@ def summary_stage(
     `seeds` maps each experiment, in order, to its seed, and `init_from` each chained
     experiment to the one it starts from (`summarise` pairs by both).
     """
-    values = _replicate_values(history_paths, metrics_paths, list(seeds))
+    values = read_replicate_values(history_paths, metrics_paths, list(seeds))
     summary = summarise(
         values,
         dict(seeds),

@@ -134,9 +134,11 @@ def protocol_figure(
     write_csv(table, curve_table_path)
 
 
-def _replicate_values(
+def read_replicate_values(
     history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
 ) -> dict[str, xr.Dataset]:
+    """Each named experiment's numbers per replicate (`replicate_values`), read from its
+    history and metrics stores (the summary's input, and the comparison's and sweep's)."""
     return {
         name: replicate_values(open_dataset(history), open_dataset(metrics))
         for name, history, metrics in zip(names, history_paths, metrics_paths, strict=True)
@@ -155,7 +157,7 @@ def comparison_figure(
     """Final validation loss, endpoint error and lateral deviation per replicate across
     experiments, with the summary's means, intervals and contrasts, their training
     curves and the alignment of their rules' updates with the BPTT gradient."""
-    values = _replicate_values(history_paths, metrics_paths, experiments)
+    values = read_replicate_values(history_paths, metrics_paths, experiments)
     histories = {
         name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
     }
@@ -196,7 +198,7 @@ def sweep_figure(
 ) -> None:
     """One sweep's `metrics` against its swept values (`points`: each of its experiments'
     grid values, in order)."""
-    values = _replicate_values(history_paths, metrics_paths, list(points))
+    values = read_replicate_values(history_paths, metrics_paths, list(points))
     figure = plot_sweep(
         values, dict(points), open_dataset(summary_path), metrics=list(metrics), title=title
     )
