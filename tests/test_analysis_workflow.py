@@ -4,6 +4,7 @@ their settings reruns exactly them, and what they rewrite equals a fresh computa
 from __future__ import annotations
 
 import copy
+import json
 
 import pandas as pd
 import pytest
@@ -179,3 +180,38 @@ def test_every_stored_variable_has_units_and_the_summary_table_agrees(rerun):
     assert from_table == stored
     assert {m: u for m, u in from_table.items() if m in metric_units} == metric_units
     assert from_table["final_validation_loss"] == "a.u."
+
+
+def test_the_comparison_draws_the_curves_against_trials_and_training_time(
+    rerun, tmp_path, monkeypatch
+):
+    # Issue 30 point 5: rules compared at equal data and at equal wall-clock budget.
+    # The workflow's comparison stage hands the figure each run's trials per batch
+    # (its training's batch_size) and median seconds per batch (its run record).
+    from motorflow.pipeline import _figure_stages
+
+    workdir, _ = rerun
+    results = workdir / "results"
+    drawn = {}
+    real = _figure_stages.plot_comparison
+
+    def spy(*args, **kwargs):
+        drawn.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_figure_stages, "plot_comparison", spy)
+    mfp.comparison_figure(
+        list(EXPERIMENTS),
+        history_paths=[results / name / "history.zarr" for name in EXPERIMENTS],
+        metrics_paths=[results / name / "metrics.zarr" for name in EXPERIMENTS],
+        summary_path=results / "summary.zarr",
+        output_path=tmp_path / "comparison.png",
+        options={"dpi": 40},
+    )
+    assert (tmp_path / "comparison.png").stat().st_size > 0
+    batch_size = sweep_config()["trainings"]["quick"]["batch_size"]
+    assert drawn["trials_per_batch"] == dict.fromkeys(EXPERIMENTS, batch_size)
+    for name in EXPERIMENTS:
+        record = json.loads(xr.open_zarr(results / name / "history.zarr").attrs["run_record"])
+        seconds = record["timing"]["seconds_per_batch_median"]
+        assert drawn["seconds_per_batch"][name] == seconds > 0

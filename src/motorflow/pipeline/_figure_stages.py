@@ -170,7 +170,17 @@ def comparison_figure(
         for name, history in histories.items()
         if "gradient_alignment" in history
     }
-    figure = plot_comparison(values, open_dataset(summary_path), curves=curves, alignment=alignment)
+    # The curves again against the trials trained and the training's seconds: the
+    # rules compared at equal data and at equal wall-clock budget.
+    budgets = {name: _training_budget(history) for name, history in histories.items()}
+    figure = plot_comparison(
+        values,
+        open_dataset(summary_path),
+        curves=curves,
+        alignment=alignment,
+        trials_per_batch={n: t for n, (t, _) in budgets.items() if t is not None},
+        seconds_per_batch={n: s for n, (_, s) in budgets.items() if s is not None},
+    )
     save_figure(figure, output_path, dpi=options["dpi"])
 
 
