@@ -258,6 +258,9 @@ def test_a_failed_edit_costs_nothing_once_it_is_reverted(edited, tmp_path):
         "name": "sgd",
         "learning_rate": 1e38,
     }
+    # Stopping at the divergence: under `isolate` a run whose every replicate diverged
+    # would end with its results flagged, not fail.
+    diverging["experiments"]["lr"]["override"]["training"]["on_divergence"] = "stop"
     write_config(workdir, diverging)
     failed = snakemake(workdir, target, check=False)
     assert failed.returncode != 0 and "Non-finite" in failed.stdout + failed.stderr
