@@ -670,6 +670,14 @@ CASES = {
         "trainings.quick.learning.trace_clip",
         ["-1", "> 0"],
     ),
+    "e-prop in pieces offline": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(learning={"kind": "eprop", "segment_steps": 5}),
+        ),
+        "experiments.quiet.training.learning",
+        ["segment_steps needs online: true"],
+    ),
     "per-term norms of e-prop": (
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),

@@ -263,6 +263,15 @@ CORPUS = {
         ),
         TRAIN,
     ),
+    "online e-prop taken piece by piece": (
+        lambda config: (
+            config["models"]["small"]["network"].update(cell="leaky"),
+            config["trainings"]["quick"].update(
+                learning={"kind": "eprop", "online": True, "segment_steps": 4}
+            ),
+        ),
+        TRAIN,
+    ),
     "recursive least squares on the readout": (
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),

@@ -251,6 +251,86 @@ def test_the_online_form_gives_the_offline_update_on_the_point_mass(cell, feedba
     assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(online))
 
 
+@pytest.mark.parametrize(("cell", "feedback_path"), [("leaky", True), ("gru", False)])
+def test_the_online_form_taken_piece_by_piece_gives_the_whole_trials_update(cell, feedback_path):
+    # ``segment_steps`` runs the trial in pieces (5 steps of 12: the last piece is
+    # shorter), carrying the traces, the plant's sensitivities, the feedback path's
+    # queue and the loop's state from piece to piece: the loss and the update are
+    # those of the whole trial at once, noise included. Broken on purpose (the carry
+    # restarted in each piece, the hidden state before a piece taken as zero, or a
+    # piece's signals taken from the wrong steps) they differ.
+    task, config, ensemble = _trainer(cell, {"kind": "eprop"})
+    model = take_replicate(ensemble, 0)
+    state = EProp().init(model, key=jax.random.key(8))
+    trainer = mf.Trainer(ensemble, task, config)
+    params = take_replicate(trainer.initial_params, 0)
+    frozen = take_replicate(trainer.frozen, 0)
+    trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
+    trials = jax.tree.map(lambda x: x[0, 0], trials)
+    batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    settings = {"online": True, "feedback_path": feedback_path}
+    (whole_total, (whole_terms, _)), whole, _ = EProp(**settings).value_and_grad(
+        batch, params, state
+    )
+    rule = EProp(**settings, segment_steps=5)
+    (total, (terms, rollouts)), pieces, _ = rule.value_and_grad(batch, params, state)
+    assert rollouts is None
+    np.testing.assert_allclose(total, whole_total, rtol=1e-5)
+    for name, value in whole_terms.items():
+        np.testing.assert_allclose(terms[name], value, rtol=1e-5, atol=1e-9)
+    for found, want in zip(jax.tree.leaves(pieces), jax.tree.leaves(whole), strict=True):
+        np.testing.assert_allclose(found, want, rtol=1e-4, atol=1e-6)
+    assert all(np.any(np.asarray(g) != 0) for g in jax.tree.leaves(pieces))
+
+
+def test_online_eprop_in_pieces_needs_memory_flat_in_the_trial_length():
+    # Point 6 of issue 30: taken piece by piece, e-prop's training memory does not
+    # grow with the trial beyond what the trials' drives hold (a key and a goal per
+    # step: 16 bytes a trial-step), where the whole-trial forms keep the rollout and
+    # its signals. Broken on purpose (`segment_steps` ignored: the whole trial at
+    # once) it grows as the whole trial's does.
+    def temporary_bytes(rule, n_steps, n_trials=16):
+        task = tiny_task(n_steps)
+        config = tiny_train_config(n_replicates=1, learning={"kind": "eprop"})
+        ensemble = mf.make_ensemble(
+            tiny_model_config(cell="leaky", hidden_size=16),
+            n_replicates=1,
+            n_task_inputs=task.n_inputs,
+            key=jax.random.key(3),
+        )
+        trainer = mf.Trainer(ensemble, task, config)
+        params = take_replicate(trainer.initial_params, 0)
+        frozen = take_replicate(trainer.frozen, 0)
+        trials = task.training_trials(
+            jax.random.key(4), n_replicates=1, n_batches=1, batch_size=n_trials
+        )
+        trials = jax.tree.map(lambda x: x[0, 0], trials)
+
+        def gradient(params):
+            batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+            return rule.value_and_grad(batch, params, None)[1]
+
+        analysis = jax.jit(gradient).lower(params).compile().memory_analysis()
+        if analysis is None:
+            pytest.skip("this backend reports no memory analysis")
+        return analysis.temp_size_in_bytes / n_trials
+
+    def growth_per_trial_step(rule):
+        return (temporary_bytes(rule, 140) - temporary_bytes(rule, 20)) / 120
+
+    whole = growth_per_trial_step(EProp(feedback="symmetric", online=True))
+    pieces = growth_per_trial_step(EProp(feedback="symmetric", online=True, segment_steps=10))
+    assert pieces <= 16 < 10 * 16 < whole
+
+
+def test_segment_steps_needs_the_online_form():
+    from motorflow._plants import PointMass
+
+    message = EProp(segment_steps=10).check_model("leaky", PointMass(), ())
+    assert message is not None and "online" in message
+    assert EProp(online=True, segment_steps=10).check_model("leaky", PointMass(), ()) is None
+
+
 def test_the_online_form_refuses_a_nonlinear_plant():
     from motorflow._plants import PointMass
 

@@ -87,6 +87,10 @@ RULES = {
     ),
     "eprop": ({"cell": "leaky"}, {"learning": {"kind": "eprop", "trace_clip": 5.0}}),
     "eprop_symmetric": ({"cell": "rnn"}, {"learning": {"kind": "eprop", "feedback": "symmetric"}}),
+    "eprop_online_in_pieces": (
+        {"cell": "gru"},
+        {"learning": {"kind": "eprop", "online": True, "segment_steps": 4}},
+    ),
     "rls": ({"cell": "leaky"}, {"learning": {"kind": "rls"}, "trainable": ["network.readout"]}),
     "online_rls": (
         {"cell": "leaky"},

@@ -23,7 +23,7 @@ from .._losses import Span, loss_terms, total_loss
 from .._model._episode import run_segment, trial_drive
 from .._model._loop import PLAIN
 from .._tasks import Trials
-from .rules import Batch
+from .rules import Batch, Pieces
 
 if TYPE_CHECKING:
     from ._trainer import Trainer
@@ -73,6 +73,33 @@ def train_in_segments(
     return state, total, terms, gradient
 
 
+def trial_pieces(trainer: Trainer, frozen, trials: Trials, key) -> Pieces:
+    """One replicate's batch as :class:`Pieces`: its trials run in consecutive pieces
+    of steps, with the noise (from `key`) of the whole rollouts."""
+    keys = jax.random.split(key, trials.init_pos.shape[0])
+
+    def start(params):
+        model = eqx.combine(params, frozen, trainer.static)
+        drives = jax.vmap(lambda trial, key: trial_drive(model, trainer.task, trial, key=key))(
+            trials, keys
+        )
+        return drives, jax.vmap(model.start)(trials.init_pos, trials.init_vel)
+
+    def loss(params, drives, loop_states, first, length, *, options=PLAIN):
+        model = eqx.combine(params, frozen, trainer.static)
+        # The options too: a probe has a leading trial dim.
+        rollouts, targets = jax.vmap(
+            lambda drive, loop_state, options: run_segment(
+                model, drive, loop_state, first, length, options=options
+            )
+        )(drives, loop_states, options)
+        span = Span(first, trainer.task.n_steps, drives.start_pos)
+        terms = loss_terms(trainer.config.loss, rollouts, targets, span)
+        return total_loss(trainer.config.loss, terms), (terms, rollouts)
+
+    return Pieces(start, loss)
+
+
 def learn_in_segments(
     trainer: Trainer, state, fixed, trials: Trials, key, batch, trained_in, length: int
 ):
@@ -81,24 +108,13 @@ def learn_in_segments(
     learning_state)``, the total and terms summed over the segments, and the sum of
     their gradients."""
     frozen, _ = fixed
-    start = eqx.combine(state[0], frozen, trainer.static)
-    keys = jax.random.split(key, trials.init_pos.shape[0])
-    drives = jax.vmap(lambda trial, key: trial_drive(start, trainer.task, trial, key=key))(
-        trials, keys
-    )
+    pieces = trial_pieces(trainer, frozen, trials, key)
+    drives, loop_states = pieces.start(state[0])
 
     def segment_step(state, loop_states, first, size):
         def loss(params, *, states=False, options=PLAIN):
-            model = eqx.combine(params, frozen, trainer.static)
-            rollouts, targets = jax.vmap(
-                lambda drive, loop_state: run_segment(
-                    model, drive, loop_state, first, size, options=options
-                )
-            )(drives, loop_states)
-            span = Span(first, trainer.task.n_steps, drives.start_pos)
-            terms = loss_terms(trainer.config.loss, rollouts, targets, span)
             # The rollouts always: the next segment runs on from their `end`.
-            return total_loss(trainer.config.loss, terms), (terms, rollouts)
+            return pieces.loss(params, drives, loop_states, first, size, options=options)
 
         problem = Batch(
             loss, eqx.combine(state[0], frozen, trainer.static), trainer.task, trials, first
@@ -109,9 +125,5 @@ def learn_in_segments(
         return state, rollouts.end, total, terms, grads
 
     return train_in_segments(
-        segment_step,
-        state,
-        jax.vmap(start.start)(trials.init_pos, trials.init_vel),
-        n_steps=trainer.task.n_steps,
-        length=length,
+        segment_step, state, loop_states, n_steps=trainer.task.n_steps, length=length
     )

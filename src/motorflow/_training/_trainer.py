@@ -22,7 +22,7 @@ from .._tasks import Task, Trials
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
 from ._run_record import named_arrays
-from ._segments import learn_in_segments
+from ._segments import learn_in_segments, trial_pieces
 from ._sharding import ReplicateLayout
 from ._state import BatchRecords, TrainState, keep_best
 from ._trainable import learning_rates, trained_arrays
@@ -164,7 +164,9 @@ class Trainer:
         def loss(params, **options):
             return self._replicate_loss(params, frozen, trials, key, **options)
 
-        return Batch(loss, eqx.combine(params, frozen, self.static), self.task, trials)
+        model = eqx.combine(params, frozen, self.static)
+        pieces = trial_pieces(self, frozen, trials, key)
+        return Batch(loss, model, self.task, trials, pieces=pieces)
 
     def _learn(self, problem: Batch, state, fixed, batch, trained_in, rule_flags, *, states):
         """One update from `problem` (a batch, or a segment of it): the learning rule's

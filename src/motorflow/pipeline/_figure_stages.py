@@ -157,9 +157,12 @@ def comparison_figure(
     """Final validation loss, endpoint error and lateral deviation per replicate across
     experiments, with the summary's means, intervals and contrasts, their training
     curves and the alignment of their rules' updates with the BPTT gradient."""
-    values = read_replicate_values(history_paths, metrics_paths, experiments)
     histories = {
         name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
+    }
+    values = {
+        name: replicate_values(histories[name], open_dataset(metrics))
+        for name, metrics in zip(experiments, metrics_paths, strict=True)
     }
     curves = {
         name: history.validation_loss.sel(term="total") for name, history in histories.items()

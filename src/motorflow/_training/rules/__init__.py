@@ -16,7 +16,7 @@ an :class:`AbstractLearningRule` and one entry there.
 """
 
 from ..._config_base import registry, tagged_union
-from ._base import AbstractLearningRule, Batch, ReplicateLoss
+from ._base import AbstractLearningRule, Batch, Pieces, ReplicateLoss
 from ._bptt import BPTT, TruncatedBPTT
 from ._eprop import EProp, eligibility_gradient
 from ._rls import RLS, rls_update
@@ -33,6 +33,7 @@ __all__ = [
     "AnyLearningRule",
     "Batch",
     "EProp",
+    "Pieces",
     "ReplicateLoss",
     "TruncatedBPTT",
     "eligibility_gradient",

@@ -22,6 +22,24 @@ ReplicateLoss = Callable[..., tuple[Any, tuple[dict[str, Any], Rollout | None]]]
 
 
 @dataclasses.dataclass(frozen=True)
+class Pieces:
+    """A batch's trials run in consecutive pieces of steps, for a rule that takes its
+    learning signals piece by piece so that its memory does not grow with the trial
+    (:mod:`motorflow._training._segments` builds it).
+
+    - `start(params) -> (drives, loop_states)`: what each trial feeds the loop at every
+      step, and the loop's state before the first step (leading trial dim).
+    - `loss(params, drives, loop_states, first, length, *, options=PLAIN) -> (total,
+      (terms, rollouts))`: steps ``first .. first + length - 1`` of every trial from
+      `loop_states`; the terms are that piece's part of the trials' (they add up to
+      the whole trial's) and ``rollouts.end`` is the loop's state after the piece.
+    """
+
+    start: Callable[[PyTree], tuple[PyTree, PyTree]]
+    loss: Callable[..., tuple[Any, tuple[dict[str, Any], Rollout]]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Batch:
     """What a rule sees of one replicate's batch.
 
@@ -30,6 +48,8 @@ class Batch:
     - `task`, `trials`: the task and the batch's trial specs (leading trial dim).
     - `first`: the trial step the loss's rollouts begin at: 0, or a segment's first
       step when the parameters update within the rollout (:mod:`motorflow._training._segments`).
+    - `pieces`: the same trials run piece by piece (:class:`Pieces`), where the batch
+      is whole trials (None for a segment).
     """
 
     loss: ReplicateLoss
@@ -37,6 +57,7 @@ class Batch:
     task: Task
     trials: Trials
     first: Any = 0
+    pieces: Pieces | None = None
 
 
 class AbstractLearningRule(Block):

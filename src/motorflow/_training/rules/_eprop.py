@@ -36,7 +36,7 @@ from jaxtyping import Array, Float, PRNGKeyArray
 from pydantic import Field
 
 from ..._cells import LeakyCell
-from ..._config_base import Boolean, PositiveNumber
+from ..._config_base import Boolean, PositiveInt, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, Probe, RolloutOptions
 from ..._plants import PointMass
@@ -188,6 +188,13 @@ class EProp(AbstractLearningRule):
         "and velocity it sees through its own feedback weights (an approximation of "
         "the loop e-prop cuts)",
     )
+    segment_steps: PositiveInt | None = Field(
+        None,
+        description="with `online`: take the learning signals piece by piece, every this "
+        "many steps of the trial, carrying the traces and the loop's state on, so that "
+        "training's memory does not grow with the trial's length (null: the whole "
+        "trial at once; the same update either way)",
+    )
     replace_non_finite: Boolean = Field(
         False, description="replace NaN and infinite gradient entries with 0"
     )
@@ -209,6 +216,8 @@ class EProp(AbstractLearningRule):
             )
         if self.feedback_path and not self.online:
             return "feedback_path needs online: true (it carries the plant's sensitivities)"
+        if self.segment_steps is not None and not self.online:
+            return "segment_steps needs online: true (the offline form needs the whole trial)"
         if self.online and self.trace_clip is not None:
             return "trace_clip is implemented for the offline form, not the online one"
         if cell == "gru" and self.trace_clip is not None:
@@ -232,28 +241,23 @@ class EProp(AbstractLearningRule):
         cell_kind = network.cell.KIND
         unit = attribute_getter(_UNIT[cell_kind])(batch.model)
         alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
-        leading = (batch.trials.init_pos.shape[0], batch.task.n_steps)
-        dtype = network.readout.weight.dtype
-        n_controls = network.readout.out_features
-        probe = Probe(
-            output=jnp.zeros((*leading, n_controls), dtype),
-            hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
-        )
-        if self.online:
-            probe = Probe(
-                output=probe.output,
-                hidden=probe.hidden,
-                pos=jnp.zeros((*leading, 2), dtype),
-                vel=jnp.zeros((*leading, 2), dtype),
-                control=jnp.zeros((*leading, n_controls), dtype),
+        feedback = network.readout.weight.T if state is None else state["feedback"]
+        if self.segment_steps is not None and batch.pieces is not None and not states:
+            # (Asked for the rollouts, the rule runs the trial whole: they are kept.)
+            total, terms, cell_gradient, readout_gradient = _streamed(
+                batch, params, unit, cell_kind, alpha, feedback, self
             )
+            finished = self._finish(
+                params, cell_kind, cell_gradient, readout_gradient, total, terms, None, False
+            )
+            return (*finished, state)
+        probe = _probe(batch, batch.task.n_steps, online=self.online)
 
         def probed(probe):
             options = RolloutOptions(probe=probe)
             return batch.loss(jax.lax.stop_gradient(params), options=options, states=True)
 
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
-        feedback = network.readout.weight.T if state is None else state["feedback"]
         if self.online:
             cell_gradient, readout_gradient = _online(
                 batch.model,
@@ -325,10 +329,32 @@ class EProp(AbstractLearningRule):
         return (total, (terms, rollouts if states else None)), gradient
 
 
-def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
-    """The cell's and the readout's gradients by the online form
-    (:mod:`._eprop_online`), summed over the batch's trials."""
-    from ._eprop_online import gru_local, leaky_local, online_gradient, plant_matrices
+def _probe(batch: Batch, n_steps: int, *, online: bool) -> Probe:
+    """Zero signals for `n_steps` of every trial of `batch` (with the recorded
+    position, velocity and control for the online form)."""
+    network = batch.model.network
+    leading = (batch.trials.init_pos.shape[0], n_steps)
+    dtype = network.readout.weight.dtype
+    n_controls = network.readout.out_features
+    probe = Probe(
+        output=jnp.zeros((*leading, n_controls), dtype),
+        hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
+    )
+    if not online:
+        return probe
+    return Probe(
+        output=probe.output,
+        hidden=probe.hidden,
+        pos=jnp.zeros((*leading, 2), dtype),
+        vel=jnp.zeros((*leading, 2), dtype),
+        control=jnp.zeros((*leading, n_controls), dtype),
+    )
+
+
+def _online_parts(model, unit, cell_kind, alpha, *, feedback_path):
+    """The online form's ``(weights, local step, plant matrices, feedback delay or
+    None)`` (:mod:`._eprop_online`)."""
+    from ._eprop_online import gru_local, leaky_local, plant_matrices
 
     if cell_kind == "gru":
         weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
@@ -336,16 +362,78 @@ def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedb
     else:
         weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
         local = leaky_local(alpha)
-    plant = plant_matrices(model)
     delay = model.feedback.delay if feedback_path else None
+    return weights, local, plant_matrices(model), delay
+
+
+def _summed(gradients):
+    """The online form's per-trial ``(cell, readout weight, readout bias)`` gradients
+    summed over the trials: the cell's, and the readout's as a dict."""
+    cell_gradient, weight, bias = jax.tree.map(lambda g: jnp.sum(g, axis=0), gradients)
+    return cell_gradient, {"weight": weight, "bias": bias}
+
+
+def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
+    """The cell's and the readout's gradients by the online form
+    (:mod:`._eprop_online`), summed over the batch's trials."""
+    from ._eprop_online import online_gradient
+
+    weights, local, plant, delay = _online_parts(
+        model, unit, cell_kind, alpha, feedback_path=feedback_path
+    )
     state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
-    cell_gradient, weight, bias = jax.vmap(
-        lambda x, h, s, u, e: online_gradient(
-            weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+    return _summed(
+        jax.vmap(
+            lambda x, h, s, u, e: online_gradient(
+                weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            )
+        )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
+    )
+
+
+def _streamed(batch: Batch, params, unit, cell_kind, alpha, feedback, rule: EProp):
+    """``(total, terms, cell gradient, readout gradient)`` by the online form with the
+    learning signals taken every ``rule.segment_steps`` steps (``batch.pieces``): each
+    piece's rollout and its signals live only while the piece runs, and the traces,
+    the sensitivities and the loop's state carry on, so nothing grows with the trial."""
+    from .._segments import train_in_segments
+    from ._eprop_online import online_start, online_steps
+
+    weights, local, plant, delay = _online_parts(
+        batch.model, unit, cell_kind, alpha, feedback_path=rule.feedback_path
+    )
+    fixed = jax.lax.stop_gradient(params)
+    drives, loop_states = batch.pieces.start(fixed)
+    carries = jax.vmap(
+        lambda hidden: online_start(weights, plant, feedback, hidden, feedback_delay=delay)
+    )(loop_states[2])
+
+    def piece(carries, loop_states, first, size):
+        def probed(probe):
+            options = RolloutOptions(probe=probe)
+            return batch.pieces.loss(fixed, drives, loop_states, first, size, options=options)
+
+        probe = _probe(batch, size, online=True)
+        (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
+        state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+        carries = jax.vmap(
+            lambda carry, x, h, s, u, e: online_steps(
+                carry, weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            )
+        )(
+            carries,
+            rollouts.network_input,
+            rollouts.hidden,
+            state_error,
+            signals.control,
+            signals.hidden,
         )
-    )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
-    cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), cell_gradient)
-    return cell_gradient, {"weight": jnp.sum(weight, axis=0), "bias": jnp.sum(bias, axis=0)}
+        return carries, rollouts.end, total, terms, None
+
+    carries, total, terms, _ = train_in_segments(
+        piece, carries, loop_states, n_steps=batch.task.n_steps, length=rule.segment_steps
+    )
+    return (total, terms, *_summed(carries.totals()))
 
 
 def _gradient_like(params: Any, found: dict[str, Array]) -> Any:

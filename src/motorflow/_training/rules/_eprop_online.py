@@ -30,7 +30,9 @@ linear, and the rule refuses them rather than give a silently different update.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
@@ -66,6 +68,28 @@ def plant_matrices(model: ClosedLoop) -> tuple[Array, Array, Array]:
     transition, drive = jax.jacobian(next_state, argnums=(0, 1))(flat, control)
     observe = jax.jacobian(lambda s: jnp.concatenate(model.plant.effector(unravel(s))))(flat)
     return transition, drive, observe
+
+
+class OnlineCarry(eqx.Module):
+    """What the online form carries from step to step of one trial: the hidden state
+    before the step, the eligibility traces, the plant state's estimated sensitivity
+    to each cell weight (and the readout's), the queue of observed sensitivities the
+    feedback path reads (empty without it), and the running gradient sums. Its size
+    does not depend on the trial's length."""
+
+    hidden: Array
+    traces: Any
+    sensitivity: Any
+    readout_sensitivity: Array
+    bias_sensitivity: Array
+    past: Any
+    cell_total: Any
+    weight_total: Array
+    bias_total: Array
+
+    def totals(self) -> tuple[Any, Array, Array]:
+        """``(cell gradient, readout weight gradient, readout bias gradient)``."""
+        return self.cell_total, self.weight_total, self.bias_total
 
 
 # A cell's local step: (weights, input, state before) -> (decay, immediate derivatives,
@@ -106,7 +130,37 @@ def gru_local() -> tuple[LocalStep, PerUnit]:
     return local, per_unit
 
 
-def online_gradient(
+def online_start(
+    weights,
+    plant: tuple[Array, Array, Array],
+    feedback: Float[Array, "hidden control"],
+    hidden: Float[Array, " hidden"],
+    *,
+    feedback_delay: int | None = None,
+) -> OnlineCarry:
+    """One trial's :class:`OnlineCarry` before its first step, the hidden state there
+    `hidden` (nothing credited yet, the plant's sensitivities zero)."""
+    transition, _, observe = plant
+    n_state, seen_size = transition.shape[0], observe.shape[0]
+    n_hidden, n_controls = feedback.shape
+    dtype = hidden.dtype
+    zeros = jax.tree.map(jnp.zeros_like, weights)
+    queue = 0 if feedback_delay is None else feedback_delay + 1
+    return OnlineCarry(
+        hidden=hidden,
+        traces=zeros,
+        sensitivity=jax.tree.map(lambda w: jnp.zeros((n_state, *w.shape), w.dtype), weights),
+        readout_sensitivity=jnp.zeros((n_state, n_controls, n_hidden), dtype),
+        bias_sensitivity=jnp.zeros((n_state, n_controls), dtype),
+        past=jax.tree.map(lambda w: jnp.zeros((queue, seen_size, *w.shape), w.dtype), weights),
+        cell_total=zeros,
+        weight_total=jnp.zeros((n_controls, n_hidden), dtype),
+        bias_total=jnp.zeros(n_controls, dtype),
+    )
+
+
+def online_steps(
+    carry: OnlineCarry,
     weights,
     cell: tuple[LocalStep, PerUnit],
     plant: tuple[Array, Array, Array],
@@ -118,9 +172,8 @@ def online_gradient(
     hidden_error: Float[Array, "time hidden"],
     *,
     feedback_delay: int | None = None,
-):
-    """One trial's ``(cell gradient, readout weight gradient, readout bias gradient)``
-    by the online form, in one forward scan.
+) -> OnlineCarry:
+    """One trial's `carry` after the given steps, in one forward scan.
 
     - `weights`: the cell's weights (:class:`CellWeights` or :class:`GRUWeights`).
     - `cell`: its local step (:func:`leaky_local`, :func:`gru_local`).
@@ -134,68 +187,87 @@ def online_gradient(
       (the last 4 inputs: position and velocity of step ``t - d``): its estimated
       sensitivity ``C S(t - d)`` enters each unit's trace through that unit's own
       input weights (None: the feedback path is cut, as in e-prop).
+
+    Consecutive pieces of a trial, each from the carry the last one ended with, give
+    the carry of the whole trial in one piece.
     """
     local, per_unit = cell
     transition, drive, observe = plant
     to_state = drive @ feedback.T  # (state, hidden): where unit j's credit moves the plant
-    n_state = transition.shape[0]
-    n_controls, n_hidden = feedback.shape[1], feedback.shape[0]
+    seen_size = observe.shape[0]
 
     def filtered(sensitivity):
         return jax.tree.map(lambda s: jnp.tensordot(transition, s, axes=1), sensitivity)
 
-    def step_(carry, xs):
-        h_before, traces, sensitivity, readout_sens, bias_sens, past, total = carry
+    def step_(c: OnlineCarry, xs) -> tuple[OnlineCarry, None]:
         x, h, s_err, u_err, h_err = xs
         grad_state = observe.T @ s_err
-        decay, immediate, sensed = local(weights, x, h_before)
+        decay, immediate, sensed = local(weights, x, c.hidden)
+        past = c.past
         if feedback_delay is not None:
             # The observation's sensitivity now, queued; the network sees the one d
             # steps old, through each unit's own feedback weights.
-            observed = jax.tree.map(lambda s: jnp.tensordot(observe, s, axes=1), sensitivity)
+            observed = jax.tree.map(lambda s: jnp.tensordot(observe, s, axes=1), c.sensitivity)
             past = jax.tree.map(lambda q, o: jnp.concatenate([o[None], q[:-1]]), past, observed)
             seen = jax.tree.map(lambda q: q[feedback_delay], past)
             through = jax.vmap(per_unit, in_axes=1)(sensed[:, -seen_size:])
             immediate = jax.tree.map(
                 lambda i, w, q: i + jnp.sum(w * q, axis=0), immediate, through, seen
             )
-        traces = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
+        traces = jax.tree.map(lambda e, d, new: d * e + new, c.traces, decay, immediate)
         signal = per_unit(feedback @ u_err + h_err)
-        cell_total, w_total, b_total = total
         cell_total = jax.tree.map(
             lambda g, s, sig, e: g + jnp.tensordot(grad_state, s, axes=1) + sig * e,
-            cell_total,
-            sensitivity,
+            c.cell_total,
+            c.sensitivity,
             signal,
             traces,
         )
-        w_total = w_total + jnp.tensordot(grad_state, readout_sens, axes=1) + jnp.outer(u_err, h)
-        b_total = b_total + grad_state @ bias_sens + u_err
+        weight_total = (
+            c.weight_total
+            + jnp.tensordot(grad_state, c.readout_sensitivity, axes=1)
+            + jnp.outer(u_err, h)
+        )
+        bias_total = c.bias_total + grad_state @ c.bias_sensitivity + u_err
         injected = jax.vmap(per_unit)(to_state)
         sensitivity = jax.tree.map(
-            lambda s, inj, e: s + inj * e[None], filtered(sensitivity), injected, traces
+            lambda s, inj, e: s + inj * e[None], filtered(c.sensitivity), injected, traces
         )
-        readout_sens = (
-            jnp.tensordot(transition, readout_sens, axes=1) + drive[:, :, None] * h[None, None, :]
+        readout_sensitivity = (
+            jnp.tensordot(transition, c.readout_sensitivity, axes=1)
+            + drive[:, :, None] * h[None, None, :]
         )
-        bias_sens = transition @ bias_sens + drive
-        totals = (cell_total, w_total, b_total)
-        return (h, traces, sensitivity, readout_sens, bias_sens, past, totals), None
+        bias_sensitivity = transition @ c.bias_sensitivity + drive
+        new = OnlineCarry(
+            h,
+            traces,
+            sensitivity,
+            readout_sensitivity,
+            bias_sensitivity,
+            past,
+            cell_total,
+            weight_total,
+            bias_total,
+        )
+        return new, None
 
-    zeros = jax.tree.map(jnp.zeros_like, weights)
-    dtype = hidden.dtype
-    seen_size = observe.shape[0]
-    queue = 0 if feedback_delay is None else feedback_delay + 1
-    # The state before each step is carried (no shifted copy of the trial's states).
-    init = (
-        jnp.zeros_like(hidden[0]),
-        zeros,
-        jax.tree.map(lambda w: jnp.zeros((n_state, *w.shape), w.dtype), weights),
-        jnp.zeros((n_state, n_controls, n_hidden), dtype),
-        jnp.zeros((n_state, n_controls), dtype),
-        jax.tree.map(lambda w: jnp.zeros((queue, seen_size, *w.shape), w.dtype), weights),
-        (zeros, jnp.zeros((n_controls, n_hidden), dtype), jnp.zeros(n_controls, dtype)),
-    )
     xs = (network_input, hidden, state_error, control_error, hidden_error)
-    (*_, total), _ = jax.lax.scan(step_, init, xs)
-    return total
+    carry, _ = jax.lax.scan(step_, carry, xs)
+    return carry
+
+
+def online_gradient(weights, cell, plant, feedback, network_input, hidden, *errors, **options):
+    """One trial's ``(cell gradient, readout weight gradient, readout bias gradient)``
+    by the online form, the whole trial in one piece (arguments as
+    :func:`online_steps`'s; the hidden state before the trial is zero)."""
+    carry = online_start(
+        weights,
+        plant,
+        feedback,
+        jnp.zeros_like(hidden[0]),
+        feedback_delay=options.get("feedback_delay"),
+    )
+    carry = online_steps(
+        carry, weights, cell, plant, feedback, network_input, hidden, *errors, **options
+    )
+    return carry.totals()
