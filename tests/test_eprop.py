@@ -74,13 +74,18 @@ def _trainer(cell: str, learning: dict, **network):
     return task, config, ensemble
 
 
-def _gradients(ensemble, task, config, rule, *, state=None):
+def _batch(ensemble, task, config):
+    """Replicate 0's parameters and its batch of 6 trials, noise on."""
     trainer = mf.Trainer(ensemble, task, config)
     params = take_replicate(trainer.initial_params, 0)
     frozen = take_replicate(trainer.frozen, 0)
     trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
     trials = jax.tree.map(lambda x: x[0, 0], trials)
-    batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    return params, trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+
+
+def _gradients(ensemble, task, config, rule, *, state=None):
+    params, batch = _batch(ensemble, task, config)
     return rule.value_and_grad(batch, params, state)[1]
 
 
@@ -262,12 +267,7 @@ def test_the_online_form_taken_piece_by_piece_gives_the_whole_trials_update(cell
     task, config, ensemble = _trainer(cell, {"kind": "eprop"})
     model = take_replicate(ensemble, 0)
     state = EProp().init(model, key=jax.random.key(8))
-    trainer = mf.Trainer(ensemble, task, config)
-    params = take_replicate(trainer.initial_params, 0)
-    frozen = take_replicate(trainer.frozen, 0)
-    trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
-    trials = jax.tree.map(lambda x: x[0, 0], trials)
-    batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    params, batch = _batch(ensemble, task, config)
     settings = {"online": True, "feedback_path": feedback_path}
     (whole_total, (whole_terms, _)), whole, _ = EProp(**settings).value_and_grad(
         batch, params, state
