@@ -1022,3 +1022,21 @@ def test_every_non_finite_number_is_named_at_once():
     paths = {problem.path for problem in error.value.errors}
     assert paths == {"trainings.quick.optimizer.learning_rate", "tasks.reach.workspace[1][0]"}
     assert all("finite" in problem.message for problem in error.value.errors)
+
+
+def test_a_sweep_that_cannot_expand_is_not_named_again_by_what_lists_its_points():
+    # A protocol and a comparison name points of a sweep whose grid is wrong: the
+    # grid's problem is the one reported, not "'s-seed1' is not an experiment" after
+    # it; a name no sweep could make is still refused. (Without the skip: 4 problems.)
+    config = tiny_config()
+    sweep({"model.network.hidden_size": [8, 8]})(config)  # two points of one name
+    sizes = {"analysis": "tuning", "experiments": ["quiet", "s-hidden_size8", "nope"]}
+    at("comparisons", {"sizes": sizes})(config)
+    config["protocols"]["noise"]["stages"].append("s-hidden_size8")
+    with pytest.raises(mf.ConfigError) as error:
+        mfp.resolve_experiments(config)
+    problems = getattr(error.value, "errors", [error.value])
+    assert [problem.path for problem in problems] == [
+        "sweeps.s.grid",
+        "comparisons.sizes.experiments[2]",
+    ], str(error.value)

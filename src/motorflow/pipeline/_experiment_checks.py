@@ -4,7 +4,7 @@ together, protocols and the analysed replicate."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import equinox as eqx
@@ -200,14 +200,23 @@ def _check_chain(
         check_init_from(experiment, experiments[experiment.init_from], path)
 
 
+def _from_unexpanded(name: str, unexpanded: Sequence[str]) -> bool:
+    """Whether `name` could be a point of one of the sweeps that did not expand (their
+    problem is reported already; a name they would have made is not named again)."""
+    return any(name.startswith(f"{sweep}-") for sweep in unexpanded)
+
+
 def check_protocols(
     settings: WorkflowConfig,
     experiments: Mapping[str, Experiment],
     specs: Mapping[str, Any],
     problems: Problems,
+    *,
+    unexpanded: Sequence[str] = (),
 ) -> None:
-    """Each protocol's stages are experiments (`specs` names every one defined), its
-    conditions and panels name conditions and stages of its own."""
+    """Each protocol's stages are experiments (`specs` names every one defined, but
+    for the `unexpanded` sweeps'), its conditions and panels name conditions and
+    stages of its own."""
     conditions = settings.evaluation.conditions
 
     def unknown(path: str, name: str, what: str, known: Any, where: str) -> None:
@@ -217,7 +226,7 @@ def check_protocols(
 
     for name, protocol in settings.protocols.items():
         for index, stage in enumerate(protocol.stages):
-            if stage not in specs:
+            if stage not in specs and not _from_unexpanded(stage, unexpanded):
                 unknown(
                     f"protocols.{name}.stages[{index}]", stage, "an experiment", specs, "defined: "
                 )
@@ -251,9 +260,12 @@ def check_comparisons(
     experiments: Mapping[str, Experiment],
     specs: Mapping[str, Any],
     problems: Problems,
+    *,
+    unexpanded: Sequence[str] = (),
 ) -> None:
     """Each comparison lists experiments of the config (`specs` names every one
-    defined), each once, and an analysis that draws comparisons."""
+    defined, but for the `unexpanded` sweeps'), each once, and an analysis that
+    draws comparisons."""
     for name, comparison in settings.comparisons.items():
         analysis = ANALYSES[comparison.analysis]
         if not analysis.COMPARES:
@@ -269,6 +281,8 @@ def check_comparisons(
         for index, experiment in enumerate(comparison.experiments):
             path = f"comparisons.{name}.experiments[{index}]"
             if experiment not in specs:
+                if _from_unexpanded(experiment, unexpanded):
+                    continue
                 problems.errors.append(
                     ConfigError(
                         path,

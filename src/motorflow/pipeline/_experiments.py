@@ -326,10 +326,16 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
                     said.add(seen)
                     problems.errors.append(problem)
     # The checks across experiments see only the experiments that resolved: one
-    # that did not has its problem reported already, and is not named again.
+    # that did not has its problem reported already, and is not named again; nor is
+    # a name a sweep that could not expand would have made.
     check_chains(experiments, specs, problems)
+    unexpanded = tuple(
+        name
+        for name in settings.sweeps
+        if not any(path.startswith(f"sweeps.{name} (as ") for path, _ in specs.values())
+    )
     for check in (check_protocols, check_comparisons):
-        check(settings, experiments, specs, problems)
+        check(settings, experiments, specs, problems, unexpanded=unexpanded)
     for check in (check_drawn_replicate, check_pca_components, check_jpca_window):
         with problems.collecting():
             check(settings, experiments)
