@@ -111,19 +111,7 @@ def test_bad_configs_name_the_key_path(edit, path, words):
         mfp.resolve_experiments(config)
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "config.yaml",
-        "feedbax-tutorial.yaml",
-        "arms.yaml",
-        "curl-field-adaptation.yaml",
-        "learning-rules.yaml",
-        "learning-rules-tuning.yaml",
-        "viscous-field-adaptation.yaml",
-        "rotational-dynamics.yaml",
-    ],
-)
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "config").glob("*.yaml")))
 def test_shipped_configs_are_valid(name):
     config = mfp.load_config_file(REPO / "config" / name)
     jsonschema.validate(config, SCHEMA)
