@@ -670,6 +670,11 @@ CASES = {
         "trainings.quick.learning.trace_clip",
         ["-1", "> 0"],
     ),
+    "e-prop pieces of no steps": (
+        at("trainings.quick.learning", {"kind": "eprop", "online": True, "segment_steps": 0}),
+        "trainings.quick.learning.segment_steps",
+        ["0", ">= 1"],
+    ),
     "e-prop in pieces offline": (
         lambda config: (
             config["models"]["small"]["network"].update(cell="leaky"),
