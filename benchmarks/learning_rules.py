@@ -50,7 +50,7 @@ from training_controls import setup, timed
 from motorflow._model._ensemble import take_replicate
 from motorflow._model._loop import Probe, RolloutOptions
 from motorflow._training.rules import BPTT, EProp, eligibility_gradient
-from motorflow._training.rules._eprop import filtered_eligibility_gradient
+from motorflow._training.rules._eprop_leaky import filtered_eligibility_gradient
 
 # replicates, trials per batch, steps, hidden units, batches per compiled call
 DEFAULT_SIZE = (5, 64, 60, 32, 20)
@@ -160,7 +160,7 @@ def eprop_parts(trainer, state, chunk) -> dict:
     """Jitted parts of e-prop's gradient of one replicate's batch and their inputs:
     the forward rollout alone, the probe's backward pass (the learning signal), the
     per-trial trace scan as `EProp` runs it, and its filtered rewrite."""
-    from motorflow._training.rules._eprop import CellWeights
+    from motorflow._training.rules._eprop_leaky import CellWeights
 
     params, rule_state, trials, key = first_replicate(trainer, state, chunk)
     frozen = take_replicate(trainer.frozen, 0)

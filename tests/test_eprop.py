@@ -14,8 +14,8 @@ from motorflow._model._attribute_paths import attribute_getter
 from motorflow._model._ensemble import take_replicate
 from motorflow._model._loop import Probe
 from motorflow._training.rules import BPTT, EProp, eligibility_gradient
-from motorflow._training.rules._eprop import CellWeights, filtered_eligibility_gradient
 from motorflow._training.rules._eprop_gru import GRUWeights, gru_eligibility_gradient
+from motorflow._training.rules._eprop_leaky import CellWeights, filtered_eligibility_gradient
 
 
 def test_the_traces_give_the_hand_derived_update_of_a_one_unit_leaky_network():

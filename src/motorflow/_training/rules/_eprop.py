@@ -32,16 +32,18 @@ from typing import Any, Literal
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float, PRNGKeyArray
+from jaxtyping import Array, PRNGKeyArray
 from pydantic import Field
 
 from ..._cells import LeakyCell
 from ..._config_base import Boolean, PositiveInt, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
-from ..._model._loop import ClosedLoop, Probe, RolloutOptions
+from ..._model._loop import ClosedLoop, RolloutOptions
 from ..._plants import PointMass
 from ._base import AbstractLearningRule, Batch
 from ._eprop_gru import GRUWeights, gru_eligibility_gradient
+from ._eprop_leaky import CellWeights, eligibility_gradient, filtered_eligibility_gradient
+from ._eprop_online import batch_gradient, signal_probe, streamed_gradient
 
 # Where each cell kind keeps the weights e-prop trains, and their names there.
 _UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn", "gru": "network.cell.gru"}
@@ -52,110 +54,10 @@ _NAMES = {
 }
 
 
-class CellWeights(eqx.Module):
-    """The weights e-prop trains in a tanh unit: `weight_in` `(hidden, input)`,
-    `weight_rec` `(hidden, hidden)`, `bias` `(hidden,)`."""
-
-    weight_in: Float[Array, "hidden input"]
-    weight_rec: Float[Array, "hidden hidden"]
-    bias: Float[Array, " hidden"]
-
-
-def _clip_norm(trace: Array, max_norm: float | None) -> Array:
-    if max_norm is None:
-        return trace
-    norm = jnp.sqrt(jnp.sum(trace**2))
-    return trace * jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-30))
-
-
-def eligibility_gradient(
-    weights: CellWeights,
-    alpha: float,
-    network_input: Float[Array, "time input"],
-    hidden: Float[Array, "time hidden"],
-    signal: Float[Array, "time hidden"],
-    *,
-    trace_clip: float | None = None,
-) -> CellWeights:
-    """``sum_t L(t) e(t)`` for one trial, the traces `e` run forward in time.
-
-    **Arguments:**
-
-    - `weights`: the unit's weights (their values give the pre-activations).
-    - `alpha`: the leak ``a = dt / tau`` (1 for the vanilla RNN).
-    - `network_input`, `hidden`: the trial's input at each step and hidden state
-      after it; the state before the first step is zero.
-    - `signal`: the learning signal ``L(t)`` per unit.
-    - `trace_clip`: clip each trace's norm (per weight array) to this, if given.
-    """
-
-    def step(carry, xs):
-        h_before, traces, total = carry
-        x, h, learning = xs
-        pre = weights.weight_in @ x + weights.weight_rec @ h_before + weights.bias
-        drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
-        immediate = CellWeights(
-            weight_in=drive[:, None] * x[None, :],
-            weight_rec=drive[:, None] * h_before[None, :],
-            bias=drive,
-        )
-        traces = jax.tree.map(
-            lambda e, new: _clip_norm((1.0 - alpha) * e + new, trace_clip), traces, immediate
-        )
-        total = CellWeights(
-            weight_in=total.weight_in + learning[:, None] * traces.weight_in,
-            weight_rec=total.weight_rec + learning[:, None] * traces.weight_rec,
-            bias=total.bias + learning * traces.bias,
-        )
-        return (h, traces, total), None
-
-    # The state before each step is carried (no shifted copy of the trial's states).
-    zeros = jax.tree.map(jnp.zeros_like, weights)
-    start = (jnp.zeros_like(hidden[0]), zeros, zeros)
-    (*_, total), _ = jax.lax.scan(step, start, (network_input, hidden, signal))
-    return total
-
-
-def filtered_eligibility_gradient(
-    weights: CellWeights,
-    alpha: float,
-    network_input: Float[Array, "trial time input"],
-    hidden: Float[Array, "trial time hidden"],
-    signal: Float[Array, "trial time hidden"],
-) -> CellWeights:
-    """:func:`eligibility_gradient` summed over a batch's trials, without traces.
-
-    A trace ``e_ji(t) = sum_{s<=t} (1 - a)^(t - s) d_j(s) z_i(s)`` (``d``: the unit's
-    drive ``a tanh'(v)``; ``z``: the presynaptic value) is linear in its history, so
-    ``sum_t L_j(t) e_ji(t) = sum_s d_j(s) Lbar_j(s) z_i(s)`` with the learning signal
-    filtered backward in time, ``Lbar(s) = L(s) + (1 - a) Lbar(s + 1)``: a scan over
-    (trial, hidden) vectors and three matrix products, where the traces' scan carries
-    a (hidden x (input + hidden + 1)) trace per trial (2-6 times BPTT's time on the
-    CPU; benchmarks/README.md). The same sum, rounded differently (about 1e-7
-    relative); exact only without trace clipping, which is not linear.
-    """
-    previous = jnp.concatenate([jnp.zeros_like(hidden[:, :1]), hidden[:, :-1]], axis=1)
-    pre = network_input @ weights.weight_in.T + previous @ weights.weight_rec.T + weights.bias
-    drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
-
-    def back(later, learning):
-        now = learning + (1.0 - alpha) * later
-        return now, now
-
-    _, filtered = jax.lax.scan(
-        back, jnp.zeros_like(signal[:, 0]), jnp.swapaxes(signal, 0, 1), reverse=True
-    )
-    credit = drive * jnp.swapaxes(filtered, 0, 1)  # (trial, time, hidden)
-    return CellWeights(
-        weight_in=jnp.einsum("nth,nti->hi", credit, network_input),
-        weight_rec=jnp.einsum("nth,nti->hi", credit, previous),
-        bias=jnp.sum(credit, axis=(0, 1)),
-    )
-
-
 class EProp(AbstractLearningRule):
     """e-prop for the ``rnn``, ``leaky`` and ``gru`` cells (see
-    :mod:`motorflow._training.rules._eprop` and :mod:`._eprop_gru`)."""
+    :mod:`motorflow._training.rules._eprop`; the traces: :mod:`._eprop_leaky` and
+    :mod:`._eprop_gru`; the online form: :mod:`._eprop_online`)."""
 
     kind: Literal["eprop"] = "eprop"
     feedback: Literal["random", "symmetric"] = Field(
@@ -244,14 +146,21 @@ class EProp(AbstractLearningRule):
         feedback = network.readout.weight.T if state is None else state["feedback"]
         if self.segment_steps is not None and batch.pieces is not None and not states:
             # (Asked for the rollouts, the rule runs the trial whole: they are kept.)
-            total, terms, cell_gradient, readout_gradient = _streamed(
-                batch, params, unit, cell_kind, alpha, feedback, self
+            total, terms, cell_gradient, readout_gradient = streamed_gradient(
+                batch,
+                params,
+                unit,
+                cell_kind,
+                alpha,
+                feedback,
+                segment_steps=self.segment_steps,
+                feedback_path=self.feedback_path,
             )
             finished = self._finish(
                 params, cell_kind, cell_gradient, readout_gradient, total, terms, None, False
             )
             return (*finished, state)
-        probe = _probe(batch, batch.task.n_steps, online=self.online)
+        probe = signal_probe(batch, batch.task.n_steps, online=self.online)
 
         def probed(probe):
             options = RolloutOptions(probe=probe)
@@ -259,7 +168,7 @@ class EProp(AbstractLearningRule):
 
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
         if self.online:
-            cell_gradient, readout_gradient = _online(
+            cell_gradient, readout_gradient = batch_gradient(
                 batch.model,
                 unit,
                 cell_kind,
@@ -327,113 +236,6 @@ class EProp(AbstractLearningRule):
                 lambda g: jnp.where(jnp.isfinite(g), g, jnp.zeros_like(g)), gradient
             )
         return (total, (terms, rollouts if states else None)), gradient
-
-
-def _probe(batch: Batch, n_steps: int, *, online: bool) -> Probe:
-    """Zero signals for `n_steps` of every trial of `batch` (with the recorded
-    position, velocity and control for the online form)."""
-    network = batch.model.network
-    leading = (batch.trials.init_pos.shape[0], n_steps)
-    dtype = network.readout.weight.dtype
-    n_controls = network.readout.out_features
-    probe = Probe(
-        output=jnp.zeros((*leading, n_controls), dtype),
-        hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
-    )
-    if not online:
-        return probe
-    return Probe(
-        output=probe.output,
-        hidden=probe.hidden,
-        pos=jnp.zeros((*leading, 2), dtype),
-        vel=jnp.zeros((*leading, 2), dtype),
-        control=jnp.zeros((*leading, n_controls), dtype),
-    )
-
-
-def _online_parts(model, unit, cell_kind, alpha, *, feedback_path):
-    """The online form's ``(weights, local step, plant matrices, feedback delay or
-    None)`` (:mod:`._eprop_online`)."""
-    from ._eprop_online import gru_local, leaky_local, plant_matrices
-
-    if cell_kind == "gru":
-        weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
-        local = gru_local()
-    else:
-        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
-        local = leaky_local(alpha)
-    delay = model.feedback.delay if feedback_path else None
-    return weights, local, plant_matrices(model), delay
-
-
-def _summed(gradients):
-    """The online form's per-trial ``(cell, readout weight, readout bias)`` gradients
-    summed over the trials: the cell's, and the readout's as a dict."""
-    cell_gradient, weight, bias = jax.tree.map(lambda g: jnp.sum(g, axis=0), gradients)
-    return cell_gradient, {"weight": weight, "bias": bias}
-
-
-def _online(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
-    """The cell's and the readout's gradients by the online form
-    (:mod:`._eprop_online`), summed over the batch's trials."""
-    from ._eprop_online import online_gradient
-
-    weights, local, plant, delay = _online_parts(
-        model, unit, cell_kind, alpha, feedback_path=feedback_path
-    )
-    state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
-    return _summed(
-        jax.vmap(
-            lambda x, h, s, u, e: online_gradient(
-                weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
-            )
-        )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
-    )
-
-
-def _streamed(batch: Batch, params, unit, cell_kind, alpha, feedback, rule: EProp):
-    """``(total, terms, cell gradient, readout gradient)`` by the online form with the
-    learning signals taken every ``rule.segment_steps`` steps (``batch.pieces``): each
-    piece's rollout and its signals live only while the piece runs, and the traces,
-    the sensitivities and the loop's state carry on, so nothing grows with the trial."""
-    from .._segments import train_in_segments
-    from ._eprop_online import online_start, online_steps
-
-    weights, local, plant, delay = _online_parts(
-        batch.model, unit, cell_kind, alpha, feedback_path=rule.feedback_path
-    )
-    fixed = jax.lax.stop_gradient(params)
-    drives, loop_states = batch.pieces.start(fixed)
-    carries = jax.vmap(
-        lambda hidden: online_start(weights, plant, feedback, hidden, feedback_delay=delay)
-    )(loop_states[2])
-
-    def piece(carries, loop_states, first, size):
-        def probed(probe):
-            options = RolloutOptions(probe=probe)
-            return batch.pieces.loss(fixed, drives, loop_states, first, size, options=options)
-
-        probe = _probe(batch, size, online=True)
-        (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
-        state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
-        carries = jax.vmap(
-            lambda carry, x, h, s, u, e: online_steps(
-                carry, weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
-            )
-        )(
-            carries,
-            rollouts.network_input,
-            rollouts.hidden,
-            state_error,
-            signals.control,
-            signals.hidden,
-        )
-        return carries, rollouts.end, total, terms, None
-
-    carries, total, terms, _ = train_in_segments(
-        piece, carries, loop_states, n_steps=batch.task.n_steps, length=rule.segment_steps
-    )
-    return (total, terms, *_summed(carries.totals()))
 
 
 def _gradient_like(params: Any, found: dict[str, Array]) -> Any:

@@ -21,7 +21,7 @@ j obeys ``e(t) = u_j(t) e(t - 1) + dh'_j(t)/dW`` with the immediate derivatives
     candidate recurrent (W_hn, b_hn): (1 - u)(1 - n^2) r * z
 
 where ``z`` is the presynaptic value (``x``, ``h`` or 1). The gradient estimate is
-``sum_t L_j(t) e(t)`` as for the tanh units (:mod:`._eprop`).
+``sum_t L_j(t) e(t)`` as for the tanh units (:mod:`._eprop_leaky`; the rule: :mod:`._eprop`).
 """
 
 from __future__ import annotations

@@ -38,10 +38,11 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
-from ..._model._loop import ClosedLoop
+from ..._model._loop import ClosedLoop, Probe, RolloutOptions
 from ..._plants import step
-from ._eprop import CellWeights
+from ._base import Batch
 from ._eprop_gru import GRUWeights, gru_step_traces
+from ._eprop_leaky import CellWeights
 
 
 def plant_matrices(model: ClosedLoop) -> tuple[Array, Array, Array]:
@@ -100,7 +101,7 @@ PerUnit = Callable[[Array], object]
 
 
 def leaky_local(alpha: float) -> tuple[LocalStep, PerUnit]:
-    """The tanh unit's trace step (:mod:`._eprop`): decay ``1 - a``."""
+    """The tanh unit's trace step (:mod:`._eprop_leaky`): decay ``1 - a``."""
 
     def local(weights, x, h):
         pre = weights.weight_in @ x + weights.weight_rec @ h + weights.bias
@@ -271,3 +272,107 @@ def online_gradient(weights, cell, plant, feedback, network_input, hidden, *erro
         carry, weights, cell, plant, feedback, network_input, hidden, *errors, **options
     )
     return carry.totals()
+
+
+def signal_probe(batch: Batch, n_steps: int, *, online: bool) -> Probe:
+    """Zero signals for `n_steps` of every trial of `batch` (with the recorded
+    position, velocity and control for the online form)."""
+    network = batch.model.network
+    leading = (batch.trials.init_pos.shape[0], n_steps)
+    dtype = network.readout.weight.dtype
+    n_controls = network.readout.out_features
+    probe = Probe(
+        output=jnp.zeros((*leading, n_controls), dtype),
+        hidden=jnp.zeros((*leading, network.cell.hidden_size), dtype),
+    )
+    if not online:
+        return probe
+    return Probe(
+        output=probe.output,
+        hidden=probe.hidden,
+        pos=jnp.zeros((*leading, 2), dtype),
+        vel=jnp.zeros((*leading, 2), dtype),
+        control=jnp.zeros((*leading, n_controls), dtype),
+    )
+
+
+def _parts(model, unit, cell_kind, alpha, *, feedback_path):
+    """The online form's ``(weights, local step, plant matrices, feedback delay or
+    None)``."""
+    if cell_kind == "gru":
+        weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+        local = gru_local()
+    else:
+        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+        local = leaky_local(alpha)
+    delay = model.feedback.delay if feedback_path else None
+    return weights, local, plant_matrices(model), delay
+
+
+def _summed(gradients):
+    """The online form's per-trial ``(cell, readout weight, readout bias)`` gradients
+    summed over the trials: the cell's, and the readout's as a dict."""
+    cell_gradient, weight, bias = jax.tree.map(lambda g: jnp.sum(g, axis=0), gradients)
+    return cell_gradient, {"weight": weight, "bias": bias}
+
+
+def batch_gradient(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
+    """The cell's and the readout's gradients by the online form, summed over the
+    batch's trials (`rollouts` and their learning `signals`, the whole trial)."""
+    weights, local, plant, delay = _parts(
+        model, unit, cell_kind, alpha, feedback_path=feedback_path
+    )
+    state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+    return _summed(
+        jax.vmap(
+            lambda x, h, s, u, e: online_gradient(
+                weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            )
+        )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
+    )
+
+
+def streamed_gradient(
+    batch: Batch, params, unit, cell_kind, alpha, feedback, *, segment_steps, feedback_path
+):
+    """``(total, terms, cell gradient, readout gradient)`` by the online form with the
+    learning signals taken every `segment_steps` steps (``batch.pieces``): each
+    piece's rollout and its signals live only while the piece runs, and the traces,
+    the sensitivities and the loop's state carry on, so nothing grows with the trial."""
+    from .._segments import train_in_segments
+
+    weights, local, plant, delay = _parts(
+        batch.model, unit, cell_kind, alpha, feedback_path=feedback_path
+    )
+    fixed = jax.lax.stop_gradient(params)
+    drives, loop_states = batch.pieces.start(fixed)
+    carries = jax.vmap(
+        lambda hidden: online_start(weights, plant, feedback, hidden, feedback_delay=delay)
+    )(loop_states[2])
+
+    def piece(carries, loop_states, first, size):
+        def probed(probe):
+            options = RolloutOptions(probe=probe)
+            return batch.pieces.loss(fixed, drives, loop_states, first, size, options=options)
+
+        probe = signal_probe(batch, size, online=True)
+        (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
+        state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+        carries = jax.vmap(
+            lambda carry, x, h, s, u, e: online_steps(
+                carry, weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            )
+        )(
+            carries,
+            rollouts.network_input,
+            rollouts.hidden,
+            state_error,
+            signals.control,
+            signals.hidden,
+        )
+        return carries, rollouts.end, total, terms, None
+
+    carries, total, terms, _ = train_in_segments(
+        piece, carries, loop_states, n_steps=batch.task.n_steps, length=segment_steps
+    )
+    return (total, terms, *_summed(carries.totals()))
