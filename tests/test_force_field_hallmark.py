@@ -3,11 +3,12 @@ configs at reduced size: in the unexpected field the hand deviates and then corr
 target under feedback; after adapting, reaches in the field straighten and removing the
 field gives after-effects that mirror the early deviation.
 
-The configs are `config/curl-field-adaptation.yaml` (a curl field) and
-`config/viscous-field-adaptation.yaml` (the paper's field B, Eq. 1) themselves, shrunk (2
-replicates, 16 units, 300 + 100 batches), so the tests hold the recipes users run. The
-thresholds follow ../shared/notes/classic-results.md (section 1), with the issue's bounds:
-a correction ends within 2 cm of the target, a reach in the trained field within 1 cm.
+The configs are `config/curl-field-adaptation.yaml` (a curl field, with the torque arm
+and with the six-muscle arm) and `config/viscous-field-adaptation.yaml` (the paper's field
+B, Eq. 1) themselves, shrunk (2 replicates, 16 units, 300 + 100 batches), so the tests
+hold the recipes users run. The thresholds follow ../shared/notes/classic-results.md
+(section 1), with the issue's bounds: a correction ends within 2 cm of the target, a
+reach in the trained field within 1 cm.
 
 What each test depends on (checked by removing it, 2026-11): without the random curl
 fields while learning (`tasks.reach.perturbations: []`) the baseline's hand ends 74 mm
@@ -17,6 +18,11 @@ second fails. Without the random B-like fields while learning in the B protocol 
 the random curls) the baseline's hand ends 27 mm from the target in B, and the first B
 test fails (the second does not: adapting in B alone teaches braking in -B); without B
 in the adapt stage the reaches in B stay bent (23 mm against 26 mm before), and the
+second fails. The muscle arm's protocol (16 units, 300 + 200 batches), checked the same
+way on 2026-11-27: without the random curls its baseline's hand ends 43 mm from the
+target in the field (13 mm with them), and the first muscle test fails; without the
+field in the adapt stage the reaches in it stay bent (36 mm from the null-field paths
+against 33 mm before adapting; 15 mm with it) with no after-effect (3 mm), and the
 second fails.
 """
 
@@ -33,11 +39,17 @@ CORRECTED = 0.02  # m: a corrected reach ends within 2 cm of the target
 ON_TARGET = 0.01  # m: a reach in the trained field ends within 1 cm of it
 
 
-def shrunk_config(name: str = "curl-field-adaptation.yaml") -> dict:
+def shrunk_config(name: str = "curl-field-adaptation.yaml", plant: str = "") -> dict:
+    """The config's baseline and adapt stages (`plant`: ``""`` for the torque arm's,
+    ``"_muscle"`` for the muscle arm's), smaller."""
     config = yaml.safe_load((REPO / "config" / name).read_text())
     config.pop("protocols")
-    config["experiments"] = {stage: config["experiments"][stage] for stage in ("baseline", "adapt")}
-    config["models"]["arm"]["network"]["hidden_size"] = 16
+    config["experiments"] = {
+        stage: config["experiments"][stage + plant] for stage in ("baseline", "adapt")
+    }
+    config["experiments"]["adapt"]["init_from"] = "baseline"
+    model = config["experiments"]["baseline"]["model"]
+    config["models"][model]["network"]["hidden_size"] = 16
     config["trainings"]["learn"].update(n_replicates=2, n_batches=300)
     config["trainings"]["adapt"].update(n_replicates=2, n_batches=100)
     config["trainings"]["adapt"].pop("snapshots")
@@ -78,6 +90,16 @@ def b_metrics(tmp_path_factory) -> dict:
     config["trainings"]["learn"]["n_batches"] = 600
     config["trainings"]["adapt"]["n_batches"] = 200
     return trained_metrics(config, tmp_path_factory.mktemp("hallmark_b") / "results")
+
+
+@pytest.fixture(scope="module")
+def muscle_metrics(tmp_path_factory) -> dict:
+    """The muscle arm's stages (16 units): its adaptation is slower than the torque
+    arm's (at full size the late reaches keep 39% of the early bulge, against 26%), so
+    the adapt stage trains 200 batches."""
+    config = shrunk_config(plant="_muscle")
+    config["trainings"]["adapt"]["n_batches"] = 200
+    return trained_metrics(config, tmp_path_factory.mktemp("hallmark_muscle") / "results")
 
 
 def lateral(metrics, stage: str, condition: str) -> np.ndarray:
@@ -136,3 +158,35 @@ def test_adapted_to_b_reaches_land_in_it_and_mirror_it_without(b_metrics):
     assert np.abs(after).mean() >= 0.4 * np.abs(early).mean()
     assert b_metrics["adapt", "null_field"]["endpoint_error"].mean() < CORRECTED
     assert b_metrics["adapt", "null_field"]["final_speed"].mean() < 0.05
+
+
+def test_with_muscles_the_unexpected_field_bends_the_reach_and_feedback_corrects_it(
+    muscle_metrics,
+):
+    """The muscle arm's null-field paths are curved (their lateral deviation ranges over
+    +-2 cm by direction), so the field's effect is measured from them, per direction."""
+    null = lateral(muscle_metrics, "baseline", "null_field")
+    early = lateral(muscle_metrics, "baseline", "curl_cw")
+    assert np.all(early < 0), "a clockwise curl pushes every reach to the same side"
+    bend = np.abs(early - null).mean()
+    assert bend >= 0.01, "the field must bend the path at least 1 cm from the null field's"
+    corrected = muscle_metrics["baseline", "curl_cw"]
+    assert corrected["endpoint_error"].mean() < CORRECTED
+    assert corrected["endpoint_error"].mean() < 0.5 * bend
+    assert corrected["final_speed"].mean() < 0.1
+    assert corrected["final_speed"].mean() < 0.5 * corrected["peak_speed"].mean()
+    assert muscle_metrics["baseline", "null_field"]["endpoint_error"].mean() < CORRECTED
+
+
+def test_with_muscles_adapted_reaches_straighten_and_mirror_the_field_without_it(
+    muscle_metrics,
+):
+    null = lateral(muscle_metrics, "baseline", "null_field")
+    early = lateral(muscle_metrics, "baseline", "curl_cw") - null
+    late = lateral(muscle_metrics, "adapt", "curl_cw") - null
+    after = lateral(muscle_metrics, "adapt", "null_field") - null
+    assert np.abs(late).mean() <= 0.6 * np.abs(early).mean()
+    assert (np.sign(after) == -np.sign(early)).sum() >= 7
+    assert np.abs(after).mean() >= 0.5 * np.abs(early).mean()
+    for condition in ("curl_cw", "null_field"):
+        assert muscle_metrics["adapt", condition]["endpoint_error"].mean() < CORRECTED
