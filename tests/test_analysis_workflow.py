@@ -41,6 +41,9 @@ def edited_config() -> dict:
     config["analysis"]["tuning"] = {"speed_threshold": 0.3}
     config["statistics"]["seed"] = 5
     config["sweeps"]["size"]["metrics"] = ["max_lateral_deviation", "endpoint_error"]
+    # Drawn through the workflow's settings: a labelled mark with dots in its label.
+    config["sweeps"]["size"]["marks"] = {"half of 10.5": 5.25}
+    config["sweeps"]["size"]["x_scale"] = "log"
     return config
 
 

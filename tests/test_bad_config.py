@@ -788,6 +788,24 @@ CASES = {
         "sweeps.s.metrics[0]",
         ["'grace'", "'endpoint_error'"],
     ),
+    "sweep marks on an axis of words": (
+        at(
+            "sweeps",
+            {"s": {"experiment": "quiet", "grid": {"task.kind": ["reach"]}, "marks": {"x": 1}}},
+        ),
+        "sweeps.s.marks",
+        ["task.kind", "numeric"],
+    ),
+    "a sweep mark that is no number": (
+        at("sweeps", {"s": {"experiment": "quiet", "grid": {"seed": [1]}, "marks": {"x": "3"}}}),
+        "sweeps.s.marks.x",
+        ["'3'"],
+    ),
+    "a logarithmic sweep axis through zero": (
+        at("sweeps", {"s": {"experiment": "quiet", "grid": {"seed": [0, 1]}, "x_scale": "log"}}),
+        "sweeps.s.x_scale",
+        ["grid.seed has 0", "linear"],
+    ),
     # sizes whose work or storage would not fit
     "trial specs beyond any disk": (
         at("trainings.quick", {"n_batches": 10**6, "batch_size": 10**5, "n_replicates": 2}),

@@ -447,6 +447,11 @@ def test_a_sweeps_metrics_and_grid_change_only_what_they_draw():
     after = copy.deepcopy(before)
     after["sweeps"]["lr"]["metrics"] = ["max_lateral_deviation"]
     assert changed_jobs(before, after) == {"sweep_figure:lr"}
+    # How its axis is drawn: the figure alone.
+    for key, value in [("marks", {"delay": 3.5}), ("x_scale", "log")]:
+        after = copy.deepcopy(before)
+        after["sweeps"]["lr"][key] = value
+        assert changed_jobs(before, after) == {"sweep_figure:lr"}, key
     # A grid value added: the new point's jobs, the summary, and the sweep's figure.
     after = copy.deepcopy(before)
     after["sweeps"]["lr"]["grid"]["seed"] = [3, 4]

@@ -127,3 +127,47 @@ def test_a_single_setting_draws_one_unlabelled_line_and_mismatched_points_are_re
     broken = {**single, "extra": {HIDDEN: 3}}
     with pytest.raises(ValueError, match="share their settings"):
         plot_sweep(values, broken, summary, metrics=["final_validation_loss"])
+
+
+def test_marks_are_drawn_at_their_values_and_the_scale_can_be_chosen():
+    values, points, summary = sweep(noises=(0.01, 0.02, 0.04), hiddens=(16,))
+    swept = [0.01, 0.02, 0.04]
+    marks = {"delay": 0.015, "braking": 0.03}
+    metrics = ["final_validation_loss", "endpoint_error"]
+    fig = plot_sweep(values, points, summary, metrics=metrics, marks=marks, x_scale="log")
+    for ax in fig.axes:
+        lines = drawn(ax, "mark")
+        assert [line.get_xdata()[0] for line in lines] == [0.015, 0.03]
+        assert [text.get_text().strip() for text in drawn(ax, "mark label")] == list(marks)
+        # A span of 4 alone is linear by default: log only when asked, ticked at the values.
+        assert ax.get_xscale() == "log"
+        np.testing.assert_allclose(ax.get_xticks(), swept)
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.01", "0.02", "0.04"]
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
+    assert ax.get_xscale() == "linear" and not drawn(ax, "mark")
+    # A wide span is linear when asked.
+    values, points, summary = sweep(noises=(0.001, 0.01, 0.1), hiddens=(16,))
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"], x_scale="linear").axes
+    assert ax.get_xscale() == "linear"
+    words = {name: {"model.plant.kind": f"plant{i}"} for i, name in enumerate(points)}
+    with pytest.raises(ValueError, match="marks need numeric"):
+        plot_sweep(values, words, summary, metrics=["endpoint_error"], marks={"x": 1.0})
+    with pytest.raises(ValueError, match="needs numeric"):
+        plot_sweep(values, words, summary, metrics=["endpoint_error"], x_scale="log")
+    through_zero = {name: {NOISE: i} for i, name in enumerate(points)}
+    with pytest.raises(ValueError, match="positive"):
+        plot_sweep(values, through_zero, summary, metrics=["endpoint_error"], x_scale="log")
+
+
+def test_a_metric_spanning_decades_gets_a_log_axis_and_one_through_zero_does_not():
+    values, points, _ = sweep(noises=(0.0, 0.05, 0.1), hiddens=(16,))
+    # The error falling a thousandfold along the sweep, as a reach that learns to land.
+    for scale, name in zip([1.0, 0.03, 0.001], points):
+        values[name]["endpoint_error"] = values[name]["endpoint_error"] * scale
+    summary = summarise(values, {name: 0 for name in values}, key=jax.random.key(0))
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
+    assert ax.get_yscale() == "log"
+    values[name]["endpoint_error"] = values[name]["endpoint_error"] * 0
+    summary = summarise(values, {name: 0 for name in values}, key=jax.random.key(0))
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
+    assert ax.get_yscale() == "linear"

@@ -12,6 +12,8 @@ with mfp.stage_logging(snakemake.log[0]):
         summary_path=snakemake.input.summary,
         figure_path=snakemake.output[0],
         metrics=sweep["metrics"],
+        marks=dict(sweep["marks"]),
+        x_scale=sweep["x_scale"],
         options=mfp.parse_setting_params(snakemake.params)["figures"],
         title=f"sweep {name}",
     )

@@ -20,12 +20,21 @@ from ._style import log_scale_if_possible, suptitle
 # apart, small enough that none is mistaken for a neighbouring grid value.
 _REPLICATE_SPREAD = 0.06
 _GROUP_SPREAD = 0.2
-# A numeric setting spanning this factor or more (all positive) gets a log axis.
+# A numeric setting spanning this factor or more (all positive) gets a log axis, and so
+# do a metric's values.
 _LOG_AXIS_RATIO = 100
 
 
 def _is_number(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _spans_decades(values: np.ndarray) -> bool:
+    """Positive finite values spanning a factor of `_LOG_AXIS_RATIO` or more."""
+    finite = values[np.isfinite(values)]
+    return bool(
+        finite.size and np.all(finite > 0) and finite.max() / finite.min() >= _LOG_AXIS_RATIO
+    )
 
 
 def _short_names(settings: Sequence[str]) -> dict[str, str]:
@@ -46,13 +55,19 @@ def _format(value: object) -> str:
 class _Axis:
     """Where each swept value sits on the x axis, and how to step beside it."""
 
-    def __init__(self, swept: list[object]):
+    def __init__(self, swept: list[object], scale: str = "auto"):
         self.numeric = all(_is_number(value) for value in swept)
+        if scale != "auto" and not self.numeric:
+            raise ValueError(f"x_scale {scale!r} needs numeric swept values, got {swept}")
         if self.numeric:
             self.categories: list[object] = []
             numbers_ = np.array(swept, dtype=float)
-            self.log = bool(
-                np.all(numbers_ > 0) and numbers_.max() / numbers_.min() >= _LOG_AXIS_RATIO
+            if scale == "log" and not np.all(numbers_ > 0):
+                raise ValueError(f"a logarithmic axis needs positive values, got {swept}")
+            self.log = scale == "log" or bool(
+                scale == "auto"
+                and np.all(numbers_ > 0)
+                and numbers_.max() / numbers_.min() >= _LOG_AXIS_RATIO
             )
         else:
             self.categories = list(dict.fromkeys(map(_format, swept)))
@@ -71,13 +86,35 @@ class _Axis:
         moved = self._scaled(position) + offsets * self.gap
         return 10**moved if self.log else moved
 
-    def style(self, ax: Axes, setting: str) -> None:
+    def style(self, ax: Axes, setting: str, ticks: Sequence[float]) -> None:
         ax.set_xlabel(setting)
         if self.log:
             ax.set_xscale("log")
+            # The swept values themselves as ticks: a doubling grid reads as its values,
+            # not as powers of ten.
+            ax.set_xticks(ticks, [_format(tick) for tick in ticks])
+            ax.minorticks_off()
         if self.categories:
             ax.set_xticks(range(len(self.categories)), self.categories)
             ax.set_xlim(-0.5, len(self.categories) - 0.5)
+
+
+def _mark(ax: Axes, marks: Mapping[str, float]) -> None:
+    """A dashed vertical line at each mark, its label along it at the top."""
+    for label, value in marks.items():
+        ax.axvline(value, color="0.35", ls="--", lw=1, zorder=0, gid="mark")
+        ax.text(
+            value,
+            0.98,
+            f" {label}",
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            ha="right",
+            va="top",
+            fontsize="x-small",
+            color="0.35",
+            gid="mark label",
+        )
 
 
 def _groups(
@@ -112,6 +149,8 @@ def plot_sweep(
     *,
     metrics: Sequence[str],
     condition: str | None = None,
+    marks: Mapping[str, float] | None = None,
+    x_scale: str = "auto",
     title: str = "",
 ) -> Figure:
     """A sweep's metrics against its first grid setting, a panel per metric.
@@ -120,8 +159,11 @@ def plot_sweep(
     replicates, with each mean's bootstrap interval as a vertical line, both read from
     `summary`; each replicate is a small dot set slightly aside (sideways by its line,
     then by replicate) so that none hide each other. A numeric first setting lies on a
-    numeric axis (logarithmic when its positive values span a factor of 100 or more);
-    any other is drawn as categories in order of appearance.
+    numeric axis (by default logarithmic when its positive values span a factor of 100
+    or more); any other is drawn as categories in order of appearance. A metric's y
+    axis is logarithmic where its values are positive and span a factor of 100 or more
+    (the validation loss's wherever it can be). `marks` draws a dashed vertical line,
+    labelled, at each of its values in every panel.
 
     **Arguments:**
 
@@ -134,6 +176,9 @@ def plot_sweep(
     - `metrics`: the metrics drawn, a panel each.
     - `condition`: the evaluation condition of metrics that have one; None (or one
       that a metric lacks): the first condition that has the metric.
+    - `marks`: label to a value of the first setting, e.g. ``{"feedback loop": 3}``;
+      needs a numeric first setting.
+    - `x_scale`: ``"auto"``, ``"linear"`` or ``"log"`` (positive values only).
     - `title`: figure title.
     """
     names = list(points)
@@ -145,7 +190,11 @@ def plot_sweep(
                 f"{names[0]!r} has {settings}: a sweep's points share their settings"
             )
     first, others = settings[0], settings[1:]
-    axis = _Axis([points[name][first] for name in names])
+    swept = [points[name][first] for name in names]
+    axis = _Axis(swept, x_scale)
+    marks = dict(marks or {})
+    if marks and not axis.numeric:
+        raise ValueError(f"marks need numeric swept values, got {swept}")
     groups = _groups(points, others)
     short = _short_names(others)
     colors = mpl.colormaps["tab10"].colors
@@ -182,11 +231,15 @@ def plot_sweep(
                     gid="replicates",
                 )
                 drawn.append(replicates)
-        axis.style(ax, first)
+        _mark(ax, marks)
+        axis.style(ax, first, sorted({float(value) for value in swept}) if axis.log else ())
         ax.set_ylabel(_metric_label(summary, metric))
         ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
+        spread = np.concatenate([*drawn, cells.ci_low.values, cells.ci_high.values])
         if metric == "final_validation_loss":
-            log_scale_if_possible(ax, np.concatenate(drawn))
+            log_scale_if_possible(ax, spread)
+        elif _spans_decades(spread):
+            ax.set_yscale("log")
     _sweep_legend(fig, legend_lines, summary.attrs["confidence"])
     suptitle(fig, title)
     return fig

@@ -207,12 +207,20 @@ def sweep_figure(
     figure_path: Path,
     metrics: Sequence[str],
     options: Mapping[str, Any],
+    marks: Mapping[str, float] | None = None,
+    x_scale: str = "auto",
     title: str = "",
 ) -> None:
     """One sweep's `metrics` against its swept values (`points`: each of its experiments'
-    grid values, in order)."""
+    grid values, in order), with `marks` and `x_scale` as :func:`plot_sweep` takes them."""
     values = read_replicate_values(history_paths, metrics_paths, list(points))
     figure = plot_sweep(
-        values, dict(points), open_dataset(summary_path), metrics=list(metrics), title=title
+        values,
+        dict(points),
+        open_dataset(summary_path),
+        metrics=list(metrics),
+        marks=marks,
+        x_scale=x_scale,
+        title=title,
     )
     save_figure(figure, figure_path, dpi=options["dpi"])

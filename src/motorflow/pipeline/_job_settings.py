@@ -105,6 +105,9 @@ def job_settings(
             "sweep.experiment": sweep.experiment,
             "sweep.grid": [[setting, values] for setting, values in sweep.grid.items()],
             "sweep.metrics": list(sweep.metrics),
+            # As pairs, in order: flattening would split a label at its dots.
+            "sweep.marks": [[label, value] for label, value in sweep.marks.items()],
+            "sweep.x_scale": sweep.x_scale,
         }
     # The learning curves' intervals are bootstrapped as the summary's; a protocol
     # without one reads neither the statistics nor the stages' lengths.

@@ -26,6 +26,7 @@ from .._config_base import (
     Boolean,
     ConfigError,
     NonNegativeInt,
+    Number,
     PositiveInt,
     PositiveNumber,
     Text,
@@ -143,6 +144,14 @@ class ExperimentSpec(Block):
     )
 
 
+MAX_MARKS = 10
+MAX_MARK_LABEL = 60
+
+
+def _is_grid_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 class SweepSpec(Block):
     """A base experiment expanded over every combination of the `grid`'s values."""
 
@@ -160,6 +169,43 @@ class SweepSpec(Block):
         "`final_validation_loss` or a per-trial metric of `metrics.zarr` (averaged over "
         "trials, in the first evaluation condition)",
     )
+    marks: dict[Annotated[Text, Field(min_length=1, max_length=MAX_MARK_LABEL)], Number] = Field(
+        {},
+        max_length=MAX_MARKS,
+        description="values of the first grid setting marked on the figure, each by a "
+        "dashed vertical line in every panel with its label: label mapped to value (e.g. "
+        "`feedback loop: 3` over a window in steps). Needs numeric first-setting values",
+    )
+    x_scale: Literal["auto", "linear", "log"] = Field(
+        "auto",
+        description="the figure's x axis: `auto` is logarithmic when the first setting's "
+        "values are positive numbers spanning a factor of 100 or more, else linear; `log` "
+        "needs positive numbers (values and marks)",
+    )
+
+    @model_validator(mode="after")
+    def _marks_and_scale_fit_the_axis(self) -> SweepSpec:
+        setting, values = next(iter(self.grid.items()))
+        numeric = all(_is_grid_number(value) for value in values)
+        if (self.marks or self.x_scale == "log") and not numeric:
+            key = "marks" if self.marks else "x_scale"
+            raise ConfigError(
+                key,
+                f"the figure's x axis is the first grid setting, {setting}, whose values "
+                f"{values} are not all numbers: {key} needs a numeric axis; put a numeric "
+                f"setting first in grid, or remove {key}",
+            )
+        if self.x_scale == "log":
+            below = [("grid." + setting, v) for v in values if v <= 0] + [
+                (f"marks.{label}", v) for label, v in self.marks.items() if v <= 0
+            ]
+            if below:
+                raise ConfigError(
+                    "x_scale",
+                    f"a logarithmic axis needs positive values, but {below[0][0]} has "
+                    f"{below[0][1]}; use x_scale: linear (or auto)",
+                )
+        return self
 
 
 MAX_CONDITIONS = 100
