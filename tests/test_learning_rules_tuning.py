@@ -46,7 +46,6 @@ def test_every_rule_is_swept_over_a_log_spaced_grid(tuning):
 
 def test_the_sweep_expands_to_every_value_with_the_same_trials(tuning):
     config, experiments = tuning
-    sizes = set()
     for sweep_name, sweep in config["sweeps"].items():
         setting = tuned_setting(sweep["grid"])
         points = [e for name, e in experiments.items() if name.startswith(f"{sweep_name}-")]
@@ -58,17 +57,33 @@ def test_the_sweep_expands_to_every_value_with_the_same_trials(tuning):
         assert got == sorted(sweep["grid"][setting]), sweep_name
         for e in points:
             assert e.train.n_replicates >= 3, e.name
-            sizes.add((e.train.n_batches, e.train.batch_size, e.seed))
-    assert len(sizes) == 1, f"rules see different trials: {sizes}"
+        sizes = {(e.train.n_batches, e.train.batch_size, e.seed) for e in points}
+        assert len(sizes) == 1, f"{sweep_name}'s values see different trials: {sizes}"
 
 
-def test_the_sweep_trains_on_the_comparisons_trials(tuning):
+def trials_seen(experiment) -> tuple:
+    return (
+        experiment.train.n_batches,
+        experiment.train.batch_size,
+        experiment.seed,
+        experiment.task.n_steps,
+    )
+
+
+def test_the_sweep_trains_each_rule_on_the_comparisons_trials(tuning):
     # The learning rates it picks are used at the comparison's size: tuned at another
-    # size, e-prop's ranking changes (its higher rates turn unstable only later).
-    _, experiments = tuning
+    # size, e-prop's ranking changes (its higher rates turn unstable only later). The
+    # Adam rules and RLS see BPTT's trials; FORCE in the reservoir its own 20 batches.
+    config, experiments = tuning
     comparison = mfp.resolve_experiments(
         mfp.load_config_file(REPO / "config" / "learning-rules.yaml")
     )
-    size = {(e.train.n_batches, e.train.batch_size, e.seed) for e in experiments.values()}
-    assert size == {(comparison["bptt"].train.n_batches, comparison["bptt"].train.batch_size, 0)}
-    assert comparison["bptt"].seed == 0
+    for sweep_name, sweep in config["sweeps"].items():
+        base = comparison[sweep["experiment"]]
+        for name, e in experiments.items():
+            if name.startswith(f"{sweep_name}-"):
+                assert trials_seen(e) == trials_seen(base), name
+    bptt = comparison["bptt"]
+    assert {trials_seen(comparison[name]) for name in ("eprop", "rls", "force")} == {
+        trials_seen(bptt)
+    }
