@@ -63,3 +63,24 @@ def test_compilation_cache_still_configures_jax(tmp_path):
     )
     assert _loads_jax(code)
     assert cache.is_dir()
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        "mfp.train_experiment, mfp.train_job_experiment, mfp.job_invocation",
+        "mfp.evaluate_experiment, mfp.evaluate_job_settings",
+        "mfp.analyse_experiment, mf.TaskConfig, mf.AnalysisConfig",
+    ],
+)
+def test_a_compute_job_loads_no_plotting(names):
+    # Train, evaluate and analysis jobs (three per experiment) write stores, never
+    # figures: matplotlib would add about 0.3 CPU-s to each. Fails if a stage's module
+    # reaches the figures (as the analysis stage once did through the figure stages).
+    code = (
+        "import motorflow as mf, motorflow.pipeline as mfp\n"
+        f"{names}, mfp.parse_run_settings, mfp.use_devices, mfp.enable_compilation_cache\n"
+        "import sys\n"
+        "assert 'matplotlib' not in sys.modules, sorted(m for m in sys.modules if 'motorflow' in m)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)

@@ -17,8 +17,8 @@ from .._analysis._statistics import summarise, summary_table
 from .._config import TaskConfig
 from .._model._saved_ensembles import load_ensemble
 from .._tasks import Task
+from ._datasets import read_replicate_values
 from ._experiments import experiment_keys
-from ._figure_stages import read_replicate_values
 from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset
 

@@ -8,13 +8,14 @@ import contextlib
 import json
 import logging
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from .._analysis._replicate_values import replicate_values
 from .._atomic import atomic_directory
 from .._faults import kill_point
 
@@ -119,3 +120,14 @@ def read_states(path: str | Path) -> xr.Dataset:
     dataset = open_dataset(path)
     check_variables(dataset, path, STATE_VARIABLES)
     return dataset
+
+
+def read_replicate_values(
+    history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
+) -> dict[str, xr.Dataset]:
+    """Each named experiment's numbers per replicate (`replicate_values`), read from its
+    history and metrics stores (the summary's input, and the comparison's and sweep's)."""
+    return {
+        name: replicate_values(open_dataset(history), open_dataset(metrics))
+        for name, history, metrics in zip(names, history_paths, metrics_paths, strict=True)
+    }

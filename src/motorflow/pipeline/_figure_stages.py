@@ -27,7 +27,7 @@ from .._figures import (
     protocol_curve,
     protocol_summary,
 )
-from ._datasets import open_dataset, read_states
+from ._datasets import open_dataset, read_replicate_values, read_states
 from ._outputs import save_figure, write_csv
 
 
@@ -132,17 +132,6 @@ def protocol_figure(
     else:
         table = curve.to_dataframe().reset_index()[columns]
     write_csv(table, curve_table_path)
-
-
-def read_replicate_values(
-    history_paths: Sequence[Path], metrics_paths: Sequence[Path], names: Sequence[str]
-) -> dict[str, xr.Dataset]:
-    """Each named experiment's numbers per replicate (`replicate_values`), read from its
-    history and metrics stores (the summary's input, and the comparison's and sweep's)."""
-    return {
-        name: replicate_values(open_dataset(history), open_dataset(metrics))
-        for name, history, metrics in zip(names, history_paths, metrics_paths, strict=True)
-    }
 
 
 def comparison_figure(

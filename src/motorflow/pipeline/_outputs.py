@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # the training and evaluation jobs write tables, never figures
+    import pandas as pd
+    from matplotlib.figure import Figure
 
 logger = logging.getLogger("motorflow")
 
