@@ -41,9 +41,9 @@ from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, RolloutOptions
 from ..._plants import PointMass
 from ._base import AbstractLearningRule, Batch
-from ._eprop_gru import GRUWeights, gru_eligibility_gradient
-from ._eprop_leaky import CellWeights, eligibility_gradient, filtered_eligibility_gradient
-from ._eprop_online import batch_gradient, signal_probe, streamed_gradient
+from ._eprop_gru import gru_eligibility_gradient
+from ._eprop_leaky import eligibility_gradient, filtered_eligibility_gradient
+from ._eprop_online import batch_gradient, signal_probe, streamed_gradient, unit_weights
 
 # Where each cell kind keeps the weights e-prop trains, and their names there.
 _UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn", "gru": "network.cell.gru"}
@@ -192,13 +192,12 @@ class EProp(AbstractLearningRule):
                 state,
             )
         learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
+        weights = unit_weights(unit, cell_kind)
         if cell_kind == "gru":
-            weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
 
             def trial_gradient(x, h, signal):
                 return gru_eligibility_gradient(weights, x, h, signal)
         else:
-            weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
 
             def trial_gradient(x, h, signal):
                 return eligibility_gradient(

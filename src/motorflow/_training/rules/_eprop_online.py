@@ -296,17 +296,19 @@ def signal_probe(batch: Batch, n_steps: int, *, online: bool) -> Probe:
     )
 
 
+def unit_weights(unit, cell_kind: str) -> CellWeights | GRUWeights:
+    """The weights e-prop trains in a cell's `unit` (the tanh unit's or the GRU's)."""
+    if cell_kind == "gru":
+        return GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
+    return CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
+
+
 def _parts(model, unit, cell_kind, alpha, *, feedback_path):
     """The online form's ``(weights, local step, plant matrices, feedback delay or
     None)``."""
-    if cell_kind == "gru":
-        weights = GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
-        local = gru_local()
-    else:
-        weights = CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
-        local = leaky_local(alpha)
+    local = gru_local() if cell_kind == "gru" else leaky_local(alpha)
     delay = model.feedback.delay if feedback_path else None
-    return weights, local, plant_matrices(model), delay
+    return unit_weights(unit, cell_kind), local, plant_matrices(model), delay
 
 
 def _summed(gradients):
