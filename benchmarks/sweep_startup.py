@@ -1,15 +1,18 @@
 """The fixed cost of a sweep's jobs: CPU-seconds per experiment, warm compile cache.
 
 Runs benchmarks/configs/sweep-startup.yaml (21 tiny experiments whose training takes
-milliseconds) with the real Snakemake in a temporary directory: once to warm the JAX
-compilation cache, then again into a fresh results folder with that cache. Reports
-the CPU-seconds (user + sys) of the whole Snakemake process tree per experiment, and
-per job kind from the rules' benchmark files (Snakemake's ``cpu_time``); what no
-benchmark file covers (figures, summary, trials, Snakemake itself) is ``other``.
-CPU-seconds, not wall time, since the machine may be shared; the load average is
-recorded too. Usage:
+milliseconds, plus their base) with the real Snakemake in a temporary directory: once
+to warm the JAX compilation cache, then into fresh results folders with that cache,
+twice in each mode, alternating: each job in a process of its own
+(``MOTORFLOW_WARM_WORKERS=0``) and the default, jobs in warm workers. Reports per mode
+the median over its runs of the CPU-seconds (user + sys) of the whole Snakemake
+process tree per experiment, Snakemake's own share, and the median CPU-seconds per job
+kind: from the rules' benchmark files (``cpu_time``) for processes of their own, from
+the line each job's log ends with in a warm worker (the benchmark files then measure
+the waiting process). CPU-seconds, not wall time, since the machine may be shared;
+wall time and the load average are recorded too. Usage:
 
-    python benchmarks/sweep_startup.py [--cores 2]
+    python benchmarks/sweep_startup.py [--cores 2] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ import argparse
 import csv
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,20 +41,43 @@ def _cpu_children() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _run(workdir: Path, cores: int) -> float:
-    """CPU-seconds of one full Snakemake run in `workdir`."""
-    snakemake = Path(sys.executable).with_name("snakemake")
+# Snakemake's own process notes its CPU-seconds as it exits (its jobs' are apart).
+_SNAKEMAKE = """
+import atexit, resource, sys
+from snakemake.cli import main
+
+path = sys.argv.pop(1)
+
+def note():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open(path, "w") as stream:
+        stream.write(str(usage.ru_utime + usage.ru_stime))
+
+atexit.register(note)
+main()
+"""
+
+
+def _run(workdir: Path, cores: int) -> tuple[float, float]:
+    """CPU-seconds of one full Snakemake run in `workdir`: all, and Snakemake's own."""
+    own = workdir / "snakemake-cpu.txt"
     before = _cpu_children()
     subprocess.run(
-        [str(snakemake), "--cores", str(cores), "--quiet", "all",
-         "--configfile", str(workdir / "config.yaml")],
+        [sys.executable, "-c", _SNAKEMAKE, str(own), "--cores", str(cores), "--quiet",
+         "all", "--configfile", str(workdir / "config.yaml")],
         cwd=workdir, check=True, capture_output=True,
     )  # fmt: skip
-    return _cpu_children() - before
+    return _cpu_children() - before, float(own.read_text())
 
 
-def _per_kind(results: Path) -> dict[str, list[float]]:
+def _per_kind(results: Path, warm: bool) -> dict[str, list[float]]:
+    """CPU-seconds of each job, by rule (warm: by log folder, `figures` for all figures)."""
     kinds: dict[str, list[float]] = {}
+    if warm:
+        for log in sorted((results / "logs").glob("**/*.log")):
+            if found := _COST.findall(log.read_text()):
+                kinds.setdefault(log.parent.name, []).append(float(found[-1]))
+        return kinds
     for tsv in sorted((results / "benchmarks").glob("*/*.tsv")):
         with open(tsv) as stream:
             row = next(csv.DictReader(stream, delimiter="\t"))
@@ -57,10 +85,57 @@ def _per_kind(results: Path) -> dict[str, list[float]]:
     return kinds
 
 
+_COST = re.compile(r"warm worker \d+: ([0-9.]+) CPU-s")
+
+
+def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
+    if (workdir / "results").exists():
+        shutil.rmtree(workdir / "results")
+    if warm:
+        os.environ.pop("MOTORFLOW_WARM_WORKERS", None)
+    else:
+        os.environ["MOTORFLOW_WARM_WORKERS"] = "0"
+    load_before, start = os.getloadavg()[0], time.perf_counter()
+    cpu, snakemake_cpu = _run(workdir, cores)
+    wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
+    kinds = _per_kind(workdir / "results" / "config", warm)
+    n_experiments = len(kinds["train"])
+    return {
+        "cpu_s_per_experiment": cpu / n_experiments,
+        "snakemake_own_cpu_s_per_experiment": snakemake_cpu / n_experiments,
+        "wall_s": wall,
+        "median_cpu_s_per_job": {k: statistics.median(v) for k, v in sorted(kinds.items())},
+        "load_average_1min": [load_before, load_after],
+        "experiments": n_experiments,
+    }
+
+
+def _median_of(runs: list[dict[str, object]]) -> dict[str, object]:
+    def median(values):
+        return round(statistics.median(values), 2)
+
+    kinds = runs[0]["median_cpu_s_per_job"]
+    return {
+        "runs": len(runs),
+        "experiments": runs[0]["experiments"],
+        "cpu_s_per_experiment": median([r["cpu_s_per_experiment"] for r in runs]),
+        "snakemake_own_cpu_s_per_experiment": median(
+            [r["snakemake_own_cpu_s_per_experiment"] for r in runs]
+        ),
+        "wall_s": median([r["wall_s"] for r in runs]),
+        "median_cpu_s_per_job": {
+            k: median([r["median_cpu_s_per_job"][k] for r in runs]) for k in kinds
+        },
+        "load_average_1min": [[round(x, 2) for x in r["load_average_1min"]] for r in runs],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
+    runs: dict[str, list[dict[str, object]]] = {"process_per_job": [], "warm_workers": []}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for part in ("workflow", "config", "profiles"):
@@ -68,25 +143,10 @@ def main() -> None:
         shutil.copy(ROOT / "Snakefile", workdir / "Snakefile")
         shutil.copy(CONFIG, workdir / "config.yaml")
         _run(workdir, args.cores)  # warms .jax_cache
-        shutil.rmtree(workdir / "results")
-        load_before = os.getloadavg()[0]
-        cpu = _run(workdir, args.cores)
-        load_after = os.getloadavg()[0]
-        results = workdir / "results" / "config"
-        kinds = _per_kind(results)
-        n_experiments = max(len(times) for times in kinds.values())
-        accounted = sum(sum(times) for times in kinds.values())
-        report = {
-            "experiments": n_experiments,
-            "cpu_s_total": round(cpu, 1),
-            "cpu_s_per_experiment": round(cpu / n_experiments, 2),
-            "median_cpu_s_per_job": {
-                kind: round(statistics.median(times), 2) for kind, times in kinds.items()
-            },
-            "other_cpu_s_per_experiment": round((cpu - accounted) / n_experiments, 2),
-            "load_average_1min": [round(load_before, 2), round(load_after, 2)],
-        }
-    print(json.dumps(report, indent=2))
+        for _ in range(args.repeats):
+            for mode, warm in (("process_per_job", False), ("warm_workers", True)):
+                runs[mode].append(_measure(workdir, args.cores, warm))
+    print(json.dumps({mode: _median_of(each) for mode, each in runs.items()}, indent=2))
 
 
 if __name__ == "__main__":

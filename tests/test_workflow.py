@@ -7,6 +7,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import jax
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -23,6 +25,7 @@ import xarray as xr
 import zarr
 from workflow_helpers import (
     REPO,
+    assert_same_results,
     at,
     make_workdir,
     planned_jobs,
@@ -70,13 +73,14 @@ def test_every_store_opens_as_the_readme_shows_without_a_warning(finished):
 
 
 def test_the_preflight_estimate_is_near_the_measured_peaks(finished):
-    # Snakemake's benchmark files hold each job's measured peak (max_rss, MiB).
+    # The jobs ran in warm workers, which end each job's log with its peak memory
+    # (Snakemake's benchmark files measure the process that waited for the worker).
     checked = mfp.check_config(mfp.read_config([finished / "config" / "config.yaml"]))
     for item in mfp.estimate(checked.settings, checked.experiments):
         for stage, estimated in (("train", item.train_memory), ("evaluate", item.evaluate_memory)):
-            lines = finished / "results" / "benchmarks" / stage / f"{item.experiment}.tsv"
-            header, row = lines.read_text().splitlines()[:2]
-            measured = float(dict(zip(header.split("\t"), row.split("\t")))["max_rss"]) * 2**20
+            log = (finished / "results" / "logs" / stage / f"{item.experiment}.log").read_text()
+            measured = float(re.findall(r"warm worker \d+: .* peak memory (\d+) MiB", log)[-1])
+            measured *= 2**20
             assert 0.6 < estimated / measured < 1.6, (item.experiment, stage, estimated, measured)
 
 
@@ -244,6 +248,26 @@ def test_a_diverged_replicate_is_isolated_flagged_and_marked_through_the_pipelin
 
 def test_a_second_run_has_nothing_to_do(finished):
     assert planned_jobs(finished) == set()
+
+
+def test_jobs_in_warm_workers_give_what_jobs_in_processes_of_their_own_give(finished, tmp_path):
+    """The fixture's jobs ran in warm workers (motorflow.pipeline._warm_client): the
+    same run with a process per job writes the same trials, models, histories,
+    states, metrics, analyses, summary and figures."""
+    alone = make_workdir(tmp_path / "alone", tiny_config())
+    snakemake(alone, env={"MOTORFLOW_WARM_WORKERS": "0"})
+    assert_same_results(finished, alone, ["quiet", "noisy"])
+    for table in ("summary.csv", "quiet/metrics.csv", "noisy/metrics.csv"):
+        assert (alone / "results" / table).read_text() == (finished / "results" / table).read_text()
+    figures = sorted(p.relative_to(alone) for p in (alone / "results/figures").rglob("*.png"))
+    assert figures == sorted(
+        p.relative_to(finished) for p in (finished / "results/figures").rglob("*.png")
+    )
+    # Drawn alike: the same pixels (the files' metadata may differ), but for the
+    # comparison, whose panel of loss against training time draws measured seconds.
+    for figure in [f for f in figures if f.name != "comparison.png"]:
+        a, b = (plt.imread(workdir / figure) for workdir in (finished, alone))
+        np.testing.assert_array_equal(a, b, err_msg=str(figure))
 
 
 def test_editing_one_learning_rate_reruns_exactly_that_experiment(finished):

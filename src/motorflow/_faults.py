@@ -9,6 +9,7 @@ the kill land inside the work that follows, e.g. a compilation). Points:
 - ``checkpoint``: just after a checkpoint write was started (it runs on in the background);
 - ``write:<store name>``: a Zarr store is written but not yet moved into place;
 - ``save_model``: the model arrays are written but not yet moved into place.
+- ``warm_worker_start``: a warm worker starts (before it is ready for jobs).
 
 Unset (always, outside tests), a kill point does nothing.
 """
@@ -45,3 +46,9 @@ def kill_point(name: str) -> None:
 
 def _kill() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def reset() -> None:
+    """Count each point's occurrences afresh: a warm worker's next job is a process of
+    its own as far as kill points go (motorflow.pipeline._warm_worker)."""
+    _passed.clear()

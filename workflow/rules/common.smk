@@ -87,19 +87,32 @@ except mf.ConfigError as error:
     ) from None
 
 
+# The warm workers of a local run: its jobs run in Python processes that stay up,
+# instead of each paying the imports, JAX's start and tracing (a sweep of small
+# experiments costs its compute, not its start-ups; motorflow.pipeline._warm_client).
+# A cluster's jobs run one per process, as does every job under MOTORFLOW_WARM_WORKERS=0.
+WARM_WORKERS = []
+
+
 onstart:
     mfp.mark_results_owner(RESULTS, CONFIG_FILES)
     # The files as the last successful run left them, hard-linked aside: a job that
     # fails after Snakemake deleted its old outputs costs nothing of them
     # (motorflow.pipeline._last_complete).
     mfp.keep_last_complete(RESULTS)
+    if workflow.local_exec and (warm := mfp.start_warm_workers(workflow.cores)):
+        WARM_WORKERS.append(warm)
 
 
 onsuccess:
+    for warm in WARM_WORKERS:
+        warm.stop()
     mfp.drop_last_complete(RESULTS)
 
 
 onerror:
+    for warm in WARM_WORKERS:
+        warm.stop()
     if (kept := mfp.last_complete_message(RESULTS)) is not None:
         print(kept, file=sys.stderr)
 

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         write_trials,
     )
     from ._sweeps import grid_points
+    from ._warm_client import WarmWorkers, hand_over, start_warm_workers
     from ._workflow_config import (
         EvaluationConfig,
         SweepSpec,
@@ -95,6 +96,7 @@ __all__ = [
     "Experiment",
     "StoreError",
     "SweepSpec",
+    "WarmWorkers",
     "WorkflowConfig",
     "analyse_experiment",
     "analysis_comparison",
@@ -121,6 +123,7 @@ __all__ = [
     "flatten_settings",
     "grid_point_names",
     "grid_points",
+    "hand_over",
     "is_arm",
     "job_invocation",
     "job_run_settings",
@@ -148,6 +151,7 @@ __all__ = [
     "rule_params",
     "setting_param",
     "stage_logging",
+    "start_warm_workers",
     "summary_stage",
     "sweep_figure",
     "train_experiment",

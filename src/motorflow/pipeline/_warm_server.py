@@ -1,0 +1,205 @@
+"""The warm-worker server of one local Snakemake run (see ``_warm_client``).
+
+Run as ``python -m motorflow.pipeline._warm_server LISTEN_FD MAX_WORKERS
+JOBS_PER_WORKER`` by :func:`~motorflow.pipeline._warm_client.start_warm_workers`. One
+thread: it accepts jobs on the listening socket, gives each to an idle worker of the
+job's key (starting one while fewer than MAX_WORKERS run, else replacing an idle
+worker of another key, else queueing the job) and returns the worker's status to the
+job. A job whose process goes away has its worker killed; a worker that dies fails
+its job. The server ends, killing its workers, when its standard input (a pipe from
+Snakemake) ends.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._warm_protocol import SOCKET_VARIABLE, receive, send
+
+
+@dataclass
+class Worker:
+    key: tuple[Any, ...]
+    process: subprocess.Popen[bytes]
+    sock: socket.socket
+    job: socket.socket | None = None  # the connection of the job it runs
+    ready: bool = False  # it has imported what the jobs use
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+        self.sock.close()
+
+
+@dataclass
+class Server:
+    listener: socket.socket
+    max_workers: int
+    jobs_per_worker: int
+    selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
+    workers: list[Worker] = field(default_factory=list)
+    queue: deque[tuple[socket.socket, dict[str, Any], list[int]]] = field(default_factory=deque)
+    # Why workers cannot start here, once one could not: each job then runs itself.
+    broken: str | None = None
+
+    def run(self) -> None:
+        self.selector.register(self.listener, selectors.EVENT_READ, self._accept)
+        self.selector.register(sys.stdin.buffer, selectors.EVENT_READ, self._input)
+        self.running = True
+        while self.running:
+            for selected, _ in self.selector.select():
+                selected.data(selected.fileobj)
+        for worker in list(self.workers):
+            self._retire(worker, "the Snakemake run ended")
+
+    def _input(self, stream: Any) -> None:
+        if not os.read(stream.fileno(), 4096):  # Snakemake closed it, or ended
+            self.running = False
+
+    def _accept(self, listener: socket.socket) -> None:
+        conn, _ = listener.accept()
+        conn.settimeout(30)  # a job sends everything at once
+        try:
+            job, fds = receive(conn, max_fds=2)
+        except (OSError, EOFError):
+            conn.close()
+            return
+        conn.settimeout(None)
+        if self.broken is not None:
+            for fd in fds:
+                os.close(fd)
+            self._answer(conn, {"fallback": True, "error": self.broken})
+            return
+        self.queue.append((conn, job, fds))
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        while self.queue:
+            conn, job, fds = self.queue[0]
+            worker = self._worker_for(tuple(job["key"]))
+            if worker is None:
+                return
+            self.queue.popleft()
+            try:
+                send(worker.sock, job, fds=tuple(fds))
+            except OSError:  # it died between jobs: the job tries the next one
+                self.queue.appendleft((conn, job, fds))
+                self._retire(worker, None)
+                continue
+            for fd in fds:
+                os.close(fd)
+            worker.job = conn
+            self.selector.register(conn, selectors.EVENT_READ, lambda c, w=worker: self._gone(w))
+            # The job's process passes the signals it gets on to the worker.
+            try:
+                send(conn, {"worker": worker.process.pid})
+            except OSError:
+                self._gone(worker)
+
+    def _worker_for(self, key: tuple[Any, ...]) -> Worker | None:
+        idle = [worker for worker in self.workers if worker.job is None]
+        for worker in idle:
+            if worker.key == key:
+                return worker
+        if len(self.workers) >= self.max_workers:
+            if not idle:
+                return None  # every worker is busy: the job waits for one
+            self._retire(idle[0], None)
+        return self._start(key)
+
+    def _start(self, key: tuple[Any, ...]) -> Worker:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        environ = {name: value for name, value in os.environ.items() if name != SOCKET_VARIABLE}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "motorflow.pipeline._warm_worker", str(theirs.fileno()),
+             str(self.jobs_per_worker)],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=environ,
+        )  # fmt: skip
+        theirs.close()
+        worker = Worker(key, process, ours)
+        self.workers.append(worker)
+        self.selector.register(ours, selectors.EVENT_READ, lambda s, w=worker: self._done(w))
+        return worker
+
+    def _done(self, worker: Worker) -> None:
+        """The worker is ready, replied (its job's status) or died."""
+        try:
+            reply, _ = receive(worker.sock)
+        except (OSError, EOFError):
+            code = worker.process.wait()
+            if worker.ready:
+                self._reply(worker, {"status": 1, "error": f"the warm worker died (exit {code})"})
+            else:  # it could not start: no job ran in it, and none will in another
+                self.broken = (
+                    f"a warm worker could not start (exit {code}; its error is above): "
+                    "the jobs run in processes of their own"
+                )
+                self._reply(worker, {"fallback": True, "error": self.broken})
+                for conn, _, fds in self.queue:
+                    for fd in fds:
+                        os.close(fd)
+                    self._answer(conn, {"fallback": True, "error": self.broken})
+                self.queue.clear()
+            self._retire(worker, None)
+            self._dispatch()
+            return
+        if reply.get("ready"):
+            worker.ready = True
+            return
+        self._reply(worker, reply)
+        if reply.get("retiring"):
+            self._retire(worker, None)
+        self._dispatch()
+
+    def _reply(self, worker: Worker, reply: dict[str, Any]) -> None:
+        conn, worker.job = worker.job, None
+        if conn is None:
+            return
+        self.selector.unregister(conn)
+        reply = {key: reply[key] for key in ("status", "error", "fallback") if key in reply}
+        self._answer(conn, reply)
+
+    @staticmethod
+    def _answer(conn: socket.socket, reply: dict[str, Any]) -> None:
+        try:
+            send(conn, reply)
+        except OSError:
+            pass  # the job's process is gone already
+        conn.close()
+
+    def _gone(self, worker: Worker) -> None:
+        """The job's process went away mid-job: its work ends with it."""
+        conn, worker.job = worker.job, None
+        if conn is not None:
+            self.selector.unregister(conn)
+            conn.close()
+        self._retire(worker, None)
+        self._dispatch()
+
+    def _retire(self, worker: Worker, reason: str | None) -> None:
+        if worker.job is not None:
+            self._reply(worker, {"status": 1, "error": reason or "the warm worker stopped"})
+        self.selector.unregister(worker.sock)
+        worker.kill()
+        self.workers.remove(worker)
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's end comes through stdin
+    listen_fd, max_workers, jobs_per_worker = (int(arg) for arg in sys.argv[1:4])
+    listener = socket.socket(fileno=listen_fd)
+    Server(listener, max_workers, jobs_per_worker).run()
+
+
+if __name__ == "__main__":
+    main()

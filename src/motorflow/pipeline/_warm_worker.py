@@ -1,0 +1,173 @@
+"""A warm worker: runs the workflow's job scripts one after another (see ``_warm_client``).
+
+Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS`` by the server.
+It imports what the jobs use once, then for each job it receives takes on the job's
+environment, working directory, import path, stdout and stderr, runs the script as
+``python SCRIPT`` would (``__name__ == "__main__"``, Snakemake's ``snakemake`` object
+in its globals), puts its own back and replies the exit status. What a job may change
+in the process and a later job would see is reset: warning filters (and with them
+which warnings were already shown), matplotlib's settings and open figures, the
+count of kill points passed (``motorflow._faults``). After
+JOBS jobs it exits, so that a long sweep never grows one process's memory.
+
+Snakemake's ``benchmark`` files measure the job's waiting process, not the worker, so
+the worker adds a line to the job's log: the CPU-seconds and wall seconds the job took
+in it and its peak memory while it ran (the worker's resident set, its peak reset as
+the job starts); ``benchmarks/sweep_startup.py`` and the preflight estimate's test
+read it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import runpy
+import signal
+import socket
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+from .. import _faults
+from ._warm_protocol import SOCKET_VARIABLE, receive, send
+
+# The line each job's log ends with (its numbers read by benchmarks and tests).
+COST_LINE = "warm worker {pid}: {cpu:.3f} CPU-s, {wall:.3f} s, peak memory {peak:.0f} MiB"
+
+
+def preload() -> None:
+    """Import what the jobs import (each name of ``motorflow.pipeline``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+    import motorflow as mf
+    import motorflow.pipeline as mfp
+
+    for package in (mf, mfp):
+        for name in package.__all__:
+            getattr(package, name)
+
+
+def reset_peak_memory() -> None:
+    """Start this process's peak resident memory afresh (Linux: ``clear_refs``)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as stream:
+            stream.write("5")
+    except OSError:
+        pass  # elsewhere the peak is the worker's since it started
+
+
+def peak_memory() -> float:
+    """This process's peak resident memory (bytes) since :func:`reset_peak_memory`."""
+    try:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith("VmHWM:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def note_in_log(job: dict[str, Any], line: str) -> None:
+    """Add `line` to the job's log (its first), as its stage's log lines are written."""
+    logs = list(getattr(job["snakemake"], "log", []) or [])
+    if not logs:
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f",{int(time.time() * 1000) % 1000:03d}"
+    path = logs[0] if os.path.isabs(logs[0]) else os.path.join(job["cwd"], logs[0])
+    try:
+        with open(path, "a") as stream:
+            stream.write(f"{stamp} INFO {line}\n")
+    except OSError:
+        pass  # the job removed its log's folder: nothing to add to
+
+
+def script_status(script: str, snakemake: Any) -> int:
+    """Run `script` as its own process would and return that process's exit status."""
+    try:
+        runpy.run_path(script, init_globals={"snakemake": snakemake}, run_name="__main__")
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            return exit.code or 0
+        print(exit.code, file=sys.stderr)
+        return 1
+    except BaseException:  # noqa: BLE001 - any failure is the job's, as in a process of its own
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+@contextlib.contextmanager
+def job_process(job: dict[str, Any], stdout: int, stderr: int) -> Iterator[None]:
+    """This process as the job's own would be, for the duration of the job."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    _faults.reset()
+    environ, cwd, path = dict(os.environ), os.getcwd(), list(sys.path)
+    saved = os.dup(1), os.dup(2)
+    os.environ.clear()
+    os.environ.update(job["environ"])
+    os.environ.pop(SOCKET_VARIABLE, None)  # its script's hand-over finds no server
+    os.chdir(job["cwd"])
+    sys.path[:] = path + [entry for entry in job["path"] if entry not in path]
+    os.dup2(stdout, 1)
+    os.dup2(stderr, 2)
+    try:
+        with warnings.catch_warnings(), matplotlib.rc_context():
+            yield
+    finally:
+        plt.close("all")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, original in zip((1, 2), saved, strict=True):
+            os.dup2(original, fd)
+            os.close(original)
+        os.environ.clear()
+        os.environ.update(environ)
+        os.chdir(cwd)
+        sys.path[:] = path
+
+
+def main() -> None:
+    # Ctrl-C's SIGINT, which its server ignores, reaches a job as in its own process
+    # (passed on by the job's process).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    jobs_left = int(sys.argv[2])
+    _faults.kill_point("warm_worker_start")
+    preload()
+    send(sock, {"ready": True})
+    while jobs_left > 0:
+        try:
+            job, fds = receive(sock, max_fds=2)
+        except EOFError:
+            return  # the server retired it
+        jobs_left -= 1
+        reset_peak_memory()
+        cpu, wall = time.process_time(), time.perf_counter()
+        try:
+            with job_process(job, *fds):
+                status = script_status(job["script"], job["snakemake"])
+        finally:
+            for fd in fds:
+                os.close(fd)
+        cost = COST_LINE.format(
+            pid=os.getpid(),
+            cpu=time.process_time() - cpu,
+            wall=time.perf_counter() - wall,
+            peak=peak_memory() / 2**20,
+        )
+        note_in_log(job, cost)
+        send(sock, {"status": status, "retiring": jobs_left == 0})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""Warm workers (motorflow.pipeline._warm_*): a job handed over runs as in a process of
+its own, its status, output, environment and directory kept, and no worker outlives
+its job's process or its Snakemake run. The workflow's own differential test (warm
+== a process per job, bitwise) is in tests/test_workflow.py."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import motorflow.pipeline as mfp
+from motorflow.pipeline._warm_protocol import SOCKET_VARIABLE
+
+REPO = Path(__file__).resolve().parents[1]
+
+# A job script as the workflow's are: it hands itself over first; the rest runs in
+# the worker (or here, when no worker takes it).
+SCRIPT = """\
+import os, sys, time, warnings
+import motorflow.pipeline as mfp
+
+mfp.hand_over(snakemake, __file__)
+if os.environ.get("JOB_SLEEP"):
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))  # as a train job checkpoints
+with open(snakemake.output[0], "w") as stream:
+    stream.write(f"{os.getpid()} {os.getcwd()} {os.environ.get('JOB_VAR')}")
+print("to stdout")
+print("to stderr", file=sys.stderr)
+if os.environ.get("JOB_SILENCE"):  # a job's own warning filters are its own
+    warnings.simplefilter("ignore")
+warnings.warn("shown in every job that shows warnings", UserWarning)
+if os.environ.get("JOB_SLEEP"):
+    time.sleep(float(os.environ["JOB_SLEEP"]))
+if os.environ.get("JOB_RAISE"):
+    raise RuntimeError("the job failed here")
+raise SystemExit(int(os.environ.get("JOB_STATUS", "0")))
+"""
+
+# The job's process: Snakemake's job object (the parts hand_over reads) and the script.
+CLIENT = """\
+import sys, types
+import motorflow.pipeline as mfp
+
+job = types.SimpleNamespace(threads=1, resources={{"gpu": 0}}, rule="fake", output=[sys.argv[1]])
+__file__ = {script!r}
+exec(compile(open(__file__).read(), __file__, "exec"), {{"snakemake": job, "__file__": __file__}})
+"""
+
+
+@pytest.fixture
+def warm():
+    workers = mfp.start_warm_workers(1)
+    assert workers is not None
+    yield workers
+    workers.stop()
+
+
+def run_job(tmp_path: Path, name: str, *, wait: bool = True, **env: str):
+    """Start the job's process (as Snakemake would); with `wait`, its result."""
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    client = subprocess.Popen(
+        [sys.executable, "-c", CLIENT.format(script=str(script)), str(tmp_path / name)],
+        cwd=workdir,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src"), "JOB_VAR": name, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if not wait:
+        return client
+    stdout, stderr = client.communicate(timeout=300)
+    return subprocess.CompletedProcess(client.pid, client.returncode, stdout, stderr)
+
+
+def job_record(tmp_path: Path, name: str) -> tuple[int, str, str]:
+    pid, cwd, var = (tmp_path / name).read_text().split(" ")
+    return int(pid), cwd, var
+
+
+def gone(pid: int, within: float = 20.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        # A killed child of the server is reaped by it; until then it is a zombie.
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_handed_over_job_keeps_its_status_output_environment_and_directory(warm, tmp_path):
+    first = run_job(tmp_path, "first", JOB_STATUS="3", JOB_SILENCE="1")
+    second = run_job(tmp_path, "second")
+    assert (first.returncode, second.returncode) == (3, 0), first.stderr + second.stderr
+    for result in (first, second):
+        assert result.stdout == "to stdout\n"
+        assert "to stderr" in result.stderr
+    # The first job's warning filter ended with it.
+    assert "shown in every job" not in first.stderr
+    assert "shown in every job" in second.stderr
+    (pid_1, cwd_1, var_1), (pid_2, _, var_2) = (
+        job_record(tmp_path, name) for name in ("first", "second")
+    )
+    # Both ran in the same warm worker, not in the job's own process.
+    assert pid_1 == pid_2 and pid_1 not in (first.args, second.args)
+    assert (cwd_1, var_1, var_2) == (str(tmp_path / "work"), "first", "second")
+
+
+def test_a_failing_job_reports_its_traceback_and_status_one(warm, tmp_path):
+    result = run_job(tmp_path, "failing", JOB_RAISE="1")
+    assert result.returncode == 1
+    assert "RuntimeError: the job failed here" in result.stderr
+    assert "Traceback" in result.stderr
+
+
+def test_without_a_server_or_when_switched_off_the_job_runs_in_its_own_process(tmp_path):
+    assert SOCKET_VARIABLE not in os.environ  # no server here
+    for name, env in (("alone", {}), ("off", {SOCKET_VARIABLE: "0"})):
+        result = run_job(tmp_path, name, **env)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "to stdout\n"
+        assert job_record(tmp_path, name)[0] == result.args  # the job's own process
+
+
+def sleeping_job(tmp_path: Path, name: str) -> tuple[subprocess.Popen, int]:
+    """A job's process whose job sleeps in its worker, and the worker's pid."""
+    client = run_job(tmp_path, name, wait=False, JOB_SLEEP="120")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / name).exists() or not (tmp_path / name).read_text():
+        assert time.monotonic() < deadline and client.poll() is None
+        time.sleep(0.1)
+    return client, job_record(tmp_path, name)[0]
+
+
+def test_a_job_whose_process_dies_has_its_worker_killed_and_the_next_job_runs(warm, tmp_path):
+    client, worker = sleeping_job(tmp_path, "killed")
+    client.send_signal(signal.SIGKILL)
+    client.wait()
+    assert gone(worker)
+    after = run_job(tmp_path, "after")
+    assert after.returncode == 0, after.stderr
+    assert job_record(tmp_path, "after")[0] != worker
+
+
+def test_the_server_and_its_workers_end_with_the_process_that_started_them(tmp_path):
+    starter = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""\
+            import sys, time
+            import motorflow.pipeline as mfp
+            warm = mfp.start_warm_workers(1)
+            print(warm.process.pid, flush=True)
+            time.sleep(600)
+        """)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    server = int(starter.stdout.readline())
+    starter.kill()
+    starter.wait()
+    assert gone(server)
+
+
+def test_a_signal_to_the_jobs_process_reaches_the_job(warm, tmp_path):
+    client, _ = sleeping_job(tmp_path, "signalled")
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(timeout=60) == 7  # the job's own handler's status
+
+
+def test_where_no_worker_can_start_each_job_runs_in_its_own_process(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOTORFLOW_KILL_AT", "warm_worker_start")  # the server's workers'
+    workers = mfp.start_warm_workers(1)
+    try:
+        for name in ("first", "second"):
+            result = run_job(tmp_path, name, MOTORFLOW_KILL_AT="")
+            assert result.returncode == 0, result.stderr
+            assert job_record(tmp_path, name)[0] == result.args
+            assert "a warm worker could not start" in result.stderr
+    finally:
+        workers.stop()
