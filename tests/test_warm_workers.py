@@ -165,17 +165,18 @@ def test_the_server_and_its_workers_end_with_the_process_that_started_them(tmp_p
             import sys, time
             import motorflow.pipeline as mfp
             warm = mfp.start_warm_workers(1)
-            print(warm.process.pid, flush=True)
+            print(warm.process.pid, warm.folder, flush=True)
             time.sleep(600)
         """)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )  # fmt: skip
-    server = int(starter.stdout.readline())
+    server, folder = starter.stdout.readline().split()
     starter.kill()
     starter.wait()
-    assert gone(server)
+    assert gone(int(server))
+    assert not Path(folder).exists()  # nor its socket left behind
 
 
 def test_a_signal_to_the_jobs_process_reaches_the_job(warm, tmp_path):

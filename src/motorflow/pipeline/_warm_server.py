@@ -12,6 +12,7 @@ Snakemake) ends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -20,6 +21,7 @@ import subprocess
 import sys
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ._warm_protocol import SOCKET_VARIABLE, receive, send
@@ -59,6 +61,12 @@ class Server:
                 selected.data(selected.fileobj)
         for worker in list(self.workers):
             self._retire(worker, "the Snakemake run ended")
+        # Its socket and folder go too where Snakemake had no time to remove them.
+        address = Path(self.listener.getsockname())
+        self.listener.close()
+        address.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            address.parent.rmdir()
 
     def _input(self, stream: Any) -> None:
         if not os.read(stream.fileno(), 4096):  # Snakemake closed it, or ended
