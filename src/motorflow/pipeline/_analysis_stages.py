@@ -82,7 +82,7 @@ def analysis_figures(
         )
     for name, path in figure_paths.items():
         figure = ANALYSES[name].figure(analysis, replicate=replicate, title=title)
-        save_figure(figure, path, dpi=options["dpi"], crop=False)
+        save_figure(figure, path, dpi=options["dpi"])
 
 
 def analysis_comparison(

@@ -45,14 +45,13 @@ def experiment_figures(
     history = open_dataset(history_path)
     states = read_states(states_path)
     dpi = options["dpi"]
-    save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi, crop=False)
+    save_figure(plot_loss_history(history, title=title), loss_path, dpi=dpi)
     save_figure(
         plot_trajectories(states, max_replicates=options["max_replicates"], title=title),
         trajectories_path,
         dpi=dpi,
-        crop=False,
     )
-    save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi, crop=False)
+    save_figure(plot_speed_profiles(states, title=title), speed_path, dpi=dpi)
 
 
 def arm_figure(
@@ -60,7 +59,7 @@ def arm_figure(
 ) -> None:
     """The arm's postures during the center-out reaches of one experiment (arm plants)."""
     figure = plot_arm_postures(read_states(states_path), title=title)
-    save_figure(figure, figure_path, dpi=options["dpi"], crop=False)
+    save_figure(figure, figure_path, dpi=options["dpi"])
 
 
 def protocol_figure(

@@ -23,17 +23,10 @@ def write_csv(table: pd.DataFrame, path: str | Path) -> None:
     logger.info("Wrote %s", path)
 
 
-def save_figure(figure: Figure, path: str | Path, *, dpi: int, crop: bool = True) -> None:
-    """Save `figure` to `path` atomically; with `crop`, cropped to its content.
-
-    Every figure's constrained layout fits its content, legends included, to the
-    figure, so the figures of each experiment (drawn for every experiment of a sweep)
-    are saved as laid out, drawn once; cropping draws a figure twice (15-20% of a
-    figure job's time) and is kept for the figures across experiments, whose grids
-    may leave a column empty.
-    """
+def save_figure(figure: Figure, path: str | Path, *, dpi: int) -> None:
+    """Save `figure` to `path` atomically, cropped to its content."""
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    figure.savefig(tmp, dpi=dpi, bbox_inches="tight" if crop else None)
+    figure.savefig(tmp, dpi=dpi, bbox_inches="tight")
     tmp.replace(path)
     logger.info("Wrote %s", path)

@@ -29,6 +29,8 @@ from ._warm_protocol import SOCKET_VARIABLE, receive, send
 
 @dataclass
 class Worker:
+    """A worker process, the server's end of its socket and the job it runs."""
+
     key: tuple[Any, ...]
     process: subprocess.Popen[bytes]
     sock: socket.socket
@@ -43,6 +45,8 @@ class Worker:
 
 @dataclass
 class Server:
+    """The jobs waiting, the workers and what connects them (see the module)."""
+
     listener: socket.socket
     max_workers: int
     jobs_per_worker: int
@@ -51,6 +55,7 @@ class Server:
     queue: deque[tuple[socket.socket, dict[str, Any], list[int]]] = field(default_factory=deque)
     # Why workers cannot start here, once one could not: each job then runs itself.
     broken: str | None = None
+    running: bool = False
 
     def run(self) -> None:
         self.selector.register(self.listener, selectors.EVENT_READ, self._accept)
@@ -128,7 +133,7 @@ class Server:
         environ = {name: value for name, value in os.environ.items() if name != SOCKET_VARIABLE}
         process = subprocess.Popen(
             [sys.executable, "-m", "motorflow.pipeline._warm_worker", str(theirs.fileno()),
-             str(self.jobs_per_worker)],
+             str(self.jobs_per_worker), *map(str, key)],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             env=environ,

@@ -1,7 +1,9 @@
 """A warm worker: runs the workflow's job scripts one after another (see ``_warm_client``).
 
-Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS`` by the server.
-It imports what the jobs use once, then for each job it receives takes on the job's
+Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS THREADS`` by the
+server, for jobs of THREADS threads (its key, ``_warm_client.worker_key``): JAX's CPU
+device count is set to that first, so that nothing it imports can start JAX with
+another. It imports what the jobs use once, then for each job it receives takes on the job's
 environment, working directory, import path, stdout and stderr, runs the script as
 ``python SCRIPT`` would (``__name__ == "__main__"``, Snakemake's ``snakemake`` object
 in its globals), puts its own back and replies the exit status. What a job may change
@@ -141,8 +143,11 @@ def main() -> None:
     # (passed on by the job's process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sock = socket.socket(fileno=int(sys.argv[1]))
-    jobs_left = int(sys.argv[2])
+    jobs_left, threads = int(sys.argv[2]), int(sys.argv[3])
     _faults.kill_point("warm_worker_start")
+    import jax
+
+    jax.config.update("jax_num_cpu_devices", threads)  # as its jobs' mfp.use_devices
     preload()
     send(sock, {"ready": True})
     while jobs_left > 0:
