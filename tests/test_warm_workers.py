@@ -89,20 +89,19 @@ def job_record(tmp_path: Path, name: str) -> tuple[int, str, str]:
 
 
 def gone(pid: int, within: float = 20.0) -> bool:
+    """Whether process `pid` has ended (looked at until `within` seconds have passed)."""
     deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
+    while True:
         try:
             os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        # A killed child of the server is reaped by it; until then it is a zombie.
-        try:
+            # A killed child of the server is reaped by it; until then it is a zombie.
             if Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] == "Z":
                 return True
-        except OSError:
+        except OSError:  # no such process (ProcessLookupError), or gone while read
             return True
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.1)
-    return False
 
 
 def test_a_handed_over_job_keeps_its_status_output_environment_and_directory(warm, tmp_path):
@@ -139,9 +138,9 @@ def test_without_a_server_or_when_switched_off_the_job_runs_in_its_own_process(t
         assert job_record(tmp_path, name)[0] == result.args  # the job's own process
 
 
-def sleeping_job(tmp_path: Path, name: str) -> tuple[subprocess.Popen, int]:
+def sleeping_job(tmp_path: Path, name: str, seconds: float = 120) -> tuple[subprocess.Popen, int]:
     """A job's process whose job sleeps in its worker, and the worker's pid."""
-    client = run_job(tmp_path, name, wait=False, JOB_SLEEP="120")
+    client = run_job(tmp_path, name, wait=False, JOB_SLEEP=str(seconds))
     deadline = time.monotonic() + 60
     while not (tmp_path / name).exists() or not (tmp_path / name).read_text():
         assert time.monotonic() < deadline and client.poll() is None
@@ -196,3 +195,18 @@ def test_where_no_worker_can_start_each_job_runs_in_its_own_process(tmp_path, mo
             assert "a warm worker could not start" in result.stderr
     finally:
         workers.stop()
+
+
+def test_a_job_whose_process_dies_while_it_waits_for_a_worker_never_runs(warm, tmp_path):
+    # One core: at most 3 workers, each busy with a job sleeping 10 s; a fourth waits.
+    busy = [sleeping_job(tmp_path, f"busy{index}", seconds=10) for index in range(3)]
+    waiting = run_job(tmp_path, "waiting", wait=False)
+    time.sleep(0.5)  # it has reached the server's queue
+    waiting.kill()
+    waiting.wait()
+    for client, _ in busy:
+        assert client.wait(timeout=60) == 0
+    time.sleep(0.5)
+    # No worker was given the job nobody waits for (and killed for it).
+    assert not any(gone(worker, within=0) for _, worker in busy)
+    assert not (tmp_path / "waiting").exists()

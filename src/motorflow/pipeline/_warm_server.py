@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import selectors
 import signal
 import socket
@@ -97,6 +98,12 @@ class Server:
     def _dispatch(self) -> None:
         while self.queue:
             conn, job, fds = self.queue[0]
+            if select.select([conn], [], [], 0)[0]:  # its process went away while it waited
+                self.queue.popleft()
+                for fd in fds:
+                    os.close(fd)
+                conn.close()
+                continue
             worker = self._worker_for(tuple(job["key"]))
             if worker is None:
                 return
