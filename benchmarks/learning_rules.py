@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import statistics
 import time
@@ -225,7 +226,8 @@ def compiled_entry(block: dict, size: tuple[int, ...]) -> dict:
     one = first_replicate(trainer, state, chunk)
     return {
         "trainer": trainer,
-        "run": compiled,
+        # The compiled chunk takes the trainer's arrays first (`shared_program`).
+        "run": functools.partial(compiled, trainer.run_chunk.leaves),
         "state": state,
         "chunk": chunk,
         "index": index,

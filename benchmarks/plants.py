@@ -103,9 +103,10 @@ def warm_up(trainer, state, chunk, index, max_calls: int = MAX_WARM_UP_CALLS):
     second (or third) call may compile again; timing those would count compiles.
     """
     for _ in range(max_calls):
-        compiled = trainer.run_chunk._cache_size()
+        # The programs every trainer shares (`shared_program`'s jit of the method).
+        compiled = type(trainer).run_chunk.jitted._cache_size()
         _, state = time_chunk(trainer, state, chunk, index)
-        if trainer.run_chunk._cache_size() == compiled:
+        if type(trainer).run_chunk.jitted._cache_size() == compiled:
             return state
     raise RuntimeError(f"the training chunk still compiled anew after {max_calls} calls")
 

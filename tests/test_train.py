@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_trees_equal
+from conftest import assert_trees_equal, tiny_train_config
 
 import motorflow as mf
 from motorflow._training._divergence import DivergencePolicy
@@ -401,6 +401,9 @@ def test_the_best_parameters_are_those_of_the_lowest_validation_loss(tiny):
 
 def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, caplog):
     setup = tiny()
+    # Compiled programs are shared by trainers of equal settings and shapes: start
+    # from none, so that this run's first call compiles.
+    jax.clear_caches()
     with caplog.at_level(logging.INFO, logger="motorflow"):
         record = setup.train().record
     one_replicate = mf.take_replicate(eqx.filter(setup.ensemble.network, eqx.is_array), 0)
@@ -416,6 +419,53 @@ def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, c
     assert 0 < timing["seconds_per_batch_p10"] <= timing["seconds_per_batch_median"]
     assert timing["seconds_per_batch_median"] <= timing["seconds_per_batch_p90"]
     assert "seconds per batch: median" in caplog.text
+    # The same run again reuses the programs: nothing compiles, every batch is timed.
+    again = setup.train().record["timing"]
+    assert again["timed_batches"] == 40 and again["compile_seconds"] == 0
+
+
+def test_trainings_of_equal_settings_share_their_programs_and_train_as_alone(tiny):
+    # A seed sweep's experiments in one warm worker: the second of two trainings of
+    # equal settings and shapes (other weights, other keys) compiles nothing and ends
+    # bitwise where it ends alone; one whose settings differ only in a number the
+    # programs hold as a constant (the learning rate) compiles its own.
+    setup = tiny()
+    other_weights = mf.make_ensemble(
+        setup.model_config,
+        n_replicates=setup.config.n_replicates,
+        n_task_inputs=setup.task.n_inputs,
+        key=jax.random.key(7),
+    )
+    faster = tiny_train_config(optimizer={"learning_rate": 0.03})
+    runs = {
+        "first": (setup.ensemble, setup.config, setup.train_key),
+        "other seed": (other_weights, setup.config, jax.random.key(8)),
+        "other rate": (other_weights, faster, jax.random.key(8)),
+    }
+
+    def train(name):
+        ensemble, config, key = runs[name]
+        return mf.train(ensemble, setup.trials, setup.task, config, key=key, progress=False)
+
+    alone = {}
+    for name in runs:
+        jax.clear_caches()
+        alone[name] = train(name)
+        assert alone[name].record["timing"]["compile_seconds"] > 0
+    jax.clear_caches()
+    in_turn = {name: train(name) for name in runs}
+    compiled = {name: in_turn[name].record["timing"]["compile_seconds"] for name in runs}
+    assert compiled["first"] > 0 and compiled["other seed"] == 0 and compiled["other rate"] > 0
+    for name in runs:
+        assert_trees_equal(
+            eqx.filter(in_turn[name].ensemble, eqx.is_array),
+            eqx.filter(alone[name].ensemble, eqx.is_array),
+        )
+        assert_trees_equal(in_turn[name].history, alone[name].history)
+    assert not np.array_equal(
+        in_turn["other rate"].history["loss"]["total"],
+        in_turn["other seed"].history["loss"]["total"],
+    )
 
 
 def states_at_chunk_ends(setup):

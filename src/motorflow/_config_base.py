@@ -197,6 +197,23 @@ class Block(BaseModel):
         """Plain values (lists, dicts, numbers, strings) that `from_dict` reads back."""
         return self.model_dump(mode="json")
 
+    def __hash__(self) -> int:
+        # pydantic's hash of a frozen model hashes its field values, which fails on a
+        # mapping (loss terms, per-group learning rates). The plain values, frozen, hash
+        # alike for equal blocks: a block then keys a compiled program (a trainer's
+        # settings are its static part under `eqx.filter_jit`).
+        return hash((type(self), _frozen(self.to_dict())))
+
+
+def _frozen(value: Any) -> Any:
+    """`value` (plain values) with every dict and list made a tuple, so it hashes."""
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda pair: str(pair[0]))
+        return tuple((key, _frozen(item)) for key, item in items)
+    if isinstance(value, list):
+        return tuple(_frozen(item) for item in value)
+    return value
+
 
 # The `kind` values of every tagged union (see `tagged_union`): pydantic puts the
 # chosen kind into an error's location, which a key path leaves out.

@@ -40,7 +40,7 @@ from ._run_record import (
     environment,
     parameter_table,
 )
-from ._state import BatchRecords, TrainState
+from ._state import BatchRecords, TrainState, keep_best
 from ._tensorboard import open_tensorboard
 from ._trainer import Trainer
 
@@ -191,7 +191,7 @@ def train(
             batch,
             {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in alignment.items()},
         )
-        state = trainer.keep_best(state, jnp.asarray(losses["total"]), batch)
+        state = keep_best(state, jnp.asarray(losses["total"]), batch)
         record_validation(history, batch, losses)
         board.validation(batch, losses)
         return state, losses

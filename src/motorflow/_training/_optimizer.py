@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
@@ -212,8 +213,12 @@ def per_array(
     return optax.GradientTransformationExtraArgs(init, update)
 
 
-class LeafOptimizer:
+class LeafOptimizer(eqx.Module):
     """One replicate's optimizer: :func:`make_optimizer`'s transformation, applied.
+
+    Holds only its settings (no arrays, no closures), so that two trainers of equal
+    settings compare equal and share their compiled programs; the transformation is
+    built where it is used, inside the traced function.
 
     **Arguments:**
 
@@ -223,10 +228,18 @@ class LeafOptimizer:
       learning rate (None: `config.learning_rate` for all), as in :func:`make_optimizer`.
     """
 
-    def __init__(self, config: OptimizerConfig, n_batches: int, learning_rates: Any = None):
-        self.transformation = make_optimizer(config, n_batches, learning_rates)
-        # The base rate's schedule: the learning rate the history records.
-        self.schedule = learning_rate_schedule(config, n_batches)
+    config: OptimizerConfig
+    n_batches: int
+    learning_rates: Any = None
+
+    @property
+    def transformation(self) -> optax.GradientTransformationExtraArgs:
+        return make_optimizer(self.config, self.n_batches, self.learning_rates)
+
+    @property
+    def schedule(self) -> optax.Schedule:
+        """The base rate's schedule: the learning rate the history records."""
+        return learning_rate_schedule(self.config, self.n_batches)
 
     def init(self, params: Any) -> Any:
         """The optimizer state of one replicate's `params` (a plain pytree of arrays)."""

@@ -55,6 +55,7 @@ class BatchRecords(eqx.Module):
     learning_rate: Array
 
 
+@jax.jit
 def keep_best(state: TrainState, loss: Float[Array, " replicate"], batch) -> TrainState:
     """`state` with each replicate's best parameters replaced by its current ones where
     `loss` (validation, after `batch` batches; NaN never is) beats its best so far."""

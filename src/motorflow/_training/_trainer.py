@@ -6,6 +6,7 @@ batches of a map over replicates (:meth:`Trainer.run_chunk`).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import equinox as eqx
@@ -24,7 +25,8 @@ from ._optimizer import LeafOptimizer
 from ._run_record import named_arrays
 from ._segments import learn_in_segments, trial_pieces
 from ._sharding import ReplicateLayout
-from ._state import BatchRecords, TrainState, keep_best
+from ._shared_programs import program_parts, shared_program
+from ._state import BatchRecords, TrainState
 from ._trainable import learning_rates, trained_arrays
 from .constraints import Constraints
 from .rules import Batch
@@ -32,8 +34,15 @@ from .rules._base import backpropagated
 from .update_rules import UpdateRules
 
 
-class Trainer:
+class Trainer(eqx.Module):
     """The pure functions of one training run, closed over its static setup.
+
+    A trainer is a pytree: its arrays (the ensemble's untrained ones, the stages'
+    tables, the constraints' masks) are the compiled programs' arguments and the rest
+    (settings, shapes, the layout) their key. Its compiled methods (:meth:`run_chunk`,
+    :meth:`validate`) are :class:`shared_program`'s: trainers of equal settings and
+    shapes (a seed sweep's experiments in one warm process) share their programs,
+    traced and compiled once.
 
     **Arguments:**
 
@@ -49,6 +58,26 @@ class Trainer:
       than batched ones, and sequential replicates give results independent of how
       many replicates share a device.
     """
+
+    task: Task
+    config: TrainConfig
+    isolate: bool
+    n_replicates: int
+    constraints: Constraints
+    update_rules: UpdateRules
+    learning_rule: Any
+    template: Any
+    selected: Any
+    stage_starts: Array
+    stage_tables: Any
+    _masked: bool
+    _learning_sets_params: bool
+    initial_params: Any
+    frozen: Any
+    static: Any
+    layout: ReplicateLayout
+    _replicates_per_step: int | None
+    optimizer: LeafOptimizer
 
     def __init__(
         self,
@@ -106,11 +135,11 @@ class Trainer:
         self.optimizer = LeafOptimizer(
             config.optimizer, config.n_batches, eqx.filter(rates, selected)
         )
-        self.schedule = self.optimizer.schedule
-        self.run_chunk = jax.jit(self._chunk)
-        self.validate = jax.jit(self._validate)
-        self._alignment = jax.jit(self._aligned)
-        self.keep_best = jax.jit(keep_best)
+
+    @functools.cached_property
+    def _program_parts(self):
+        """The compiled methods' key and this trainer's arrays (:func:`program_parts`)."""
+        return program_parts(self)
 
     def init(self, key: PRNGKeyArray, *, learning_key: PRNGKeyArray | None = None) -> TrainState:
         """The state before the first batch; `key` seeds the per-batch noise and
@@ -310,7 +339,8 @@ class Trainer:
             params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
         )
 
-    def _chunk(
+    @shared_program
+    def run_chunk(
         self,
         state: TrainState,
         trials: Trials,
@@ -352,7 +382,7 @@ class Trainer:
             )
             diverged_at = jnp.where(healthy & ~ok, batch, diverged_at)
             return (params, opt_state, learning_state, diverged_at), BatchRecords(
-                losses, norms, self.schedule(batch)
+                losses, norms, self.optimizer.schedule(batch)
             )
 
         def body(carry, xs):
@@ -396,8 +426,9 @@ class Trainer:
         if self.learning_rule.is_backpropagation(self.task.n_steps):
             ones = jnp.ones(self.n_replicates, jnp.float32)
             return {name: ones for name in named_arrays(self.initial_params)}
-        return self._alignment(params, learning_state, trials, key)
+        return self._aligned(params, learning_state, trials, key)
 
+    @shared_program
     def _aligned(self, params, learning_state, trials: Trials, key):
         keys = jax.random.split(key, self.n_replicates)
 
@@ -410,7 +441,8 @@ class Trainer:
 
         return jax.lax.map(lambda xs: one(*xs), (params, self.frozen, learning_state, keys))
 
-    def _validate(self, params, trials: Trials, key):
+    @shared_program
+    def validate(self, params, trials: Trials, key):
         """Loss per term and total, per replicate, on shared validation `trials`."""
         keys = jax.random.split(key, self.n_replicates)
         total, (terms, _) = jax.vmap(self._replicate_loss, in_axes=(0, 0, None, 0))(
