@@ -13,6 +13,13 @@ the waiting process). CPU-seconds, not wall time, since the machine may be share
 wall time and the load average are recorded too. Usage:
 
     python benchmarks/sweep_startup.py [--cores 2] [--repeats 2]
+        [--baseline-src OTHER_CHECKOUT/src] [--modes warm_workers baseline]
+
+`--baseline-src` adds a mode ``baseline``: warm workers running the motorflow at that
+`src` folder (another commit's checkout, e.g. ``git worktree add ../before <commit>``),
+warmed up and measured alongside, so that a change is measured against its commit's
+parent on the same machine at the same time. `--modes` picks the modes to run
+(default: ``process_per_job warm_workers``, and ``baseline`` when given).
 """
 
 from __future__ import annotations
@@ -88,13 +95,21 @@ def _per_kind(results: Path, warm: bool) -> dict[str, list[float]]:
 _COST = re.compile(r"warm worker \d+: ([0-9.]+) CPU-s")
 
 
+def _set_mode(mode: str, baseline_src: str | None) -> None:
+    """This process's environment (which Snakemake and its jobs inherit) for `mode`."""
+    if mode == "process_per_job":
+        os.environ["MOTORFLOW_WARM_WORKERS"] = "0"
+    else:
+        os.environ.pop("MOTORFLOW_WARM_WORKERS", None)
+    if mode == "baseline":
+        os.environ["PYTHONPATH"] = str(Path(baseline_src).resolve())
+    else:
+        os.environ.pop("PYTHONPATH", None)
+
+
 def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
     if (workdir / "results").exists():
         shutil.rmtree(workdir / "results")
-    if warm:
-        os.environ.pop("MOTORFLOW_WARM_WORKERS", None)
-    else:
-        os.environ["MOTORFLOW_WARM_WORKERS"] = "0"
     load_before, start = os.getloadavg()[0], time.perf_counter()
     cpu, snakemake_cpu = _run(workdir, cores)
     wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
@@ -134,18 +149,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--baseline-src", help="src folder of the motorflow to compare with")
+    parser.add_argument(
+        "--modes", nargs="+", choices=("process_per_job", "warm_workers", "baseline")
+    )
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, object]]] = {"process_per_job": [], "warm_workers": []}
+    modes = args.modes or ["process_per_job", "warm_workers"] + (
+        ["baseline"] if args.baseline_src else []
+    )
+    if "baseline" in modes and not args.baseline_src:
+        parser.error("the baseline mode needs --baseline-src")
+    runs: dict[str, list[dict[str, object]]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for part in ("workflow", "config", "profiles"):
             shutil.copytree(ROOT / part, workdir / part)
         shutil.copy(ROOT / "Snakefile", workdir / "Snakefile")
         shutil.copy(CONFIG, workdir / "config.yaml")
-        _run(workdir, args.cores)  # warms .jax_cache
+        # Warms .jax_cache with each code's programs.
+        for mode in dict.fromkeys("baseline" if m == "baseline" else "ours" for m in modes):
+            _set_mode("baseline" if mode == "baseline" else "warm_workers", args.baseline_src)
+            _run(workdir, args.cores)
         for _ in range(args.repeats):
-            for mode, warm in (("process_per_job", False), ("warm_workers", True)):
-                runs[mode].append(_measure(workdir, args.cores, warm))
+            for mode in modes:
+                _set_mode(mode, args.baseline_src)
+                runs[mode].append(_measure(workdir, args.cores, mode != "process_per_job"))
     print(json.dumps({mode: _median_of(each) for mode, each in runs.items()}, indent=2))
 
 

@@ -63,9 +63,10 @@ def warm():
     workers.stop()
 
 
-def run_job(tmp_path: Path, name: str, *, wait: bool = True, **env: str):
-    """Start the job's process (as Snakemake would); with `wait`, its result."""
-    script = tmp_path / "job.py"
+def run_job(tmp_path: Path, name: str, *, wait: bool = True, script_name="job.py", **env: str):
+    """Start the job's process (as Snakemake would) running the script `script_name`;
+    with `wait`, its result."""
+    script = tmp_path / script_name
     script.write_text(SCRIPT)
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
@@ -138,9 +139,11 @@ def test_without_a_server_or_when_switched_off_the_job_runs_in_its_own_process(t
         assert job_record(tmp_path, name)[0] == result.args  # the job's own process
 
 
-def sleeping_job(tmp_path: Path, name: str, seconds: float = 120) -> tuple[subprocess.Popen, int]:
+def sleeping_job(
+    tmp_path: Path, name: str, seconds: float = 120, script_name: str = "job.py"
+) -> tuple[subprocess.Popen, int]:
     """A job's process whose job sleeps in its worker, and the worker's pid."""
-    client = run_job(tmp_path, name, wait=False, JOB_SLEEP=str(seconds))
+    client = run_job(tmp_path, name, wait=False, script_name=script_name, JOB_SLEEP=str(seconds))
     deadline = time.monotonic() + 60
     while not (tmp_path / name).exists() or not (tmp_path / name).read_text():
         assert time.monotonic() < deadline and client.poll() is None
@@ -210,3 +213,16 @@ def test_a_job_whose_process_dies_while_it_waits_for_a_worker_never_runs(warm, t
     # No worker was given the job nobody waits for (and killed for it).
     assert not any(gone(worker, within=0) for _, worker in busy)
     assert not (tmp_path / "waiting").exists()
+
+
+def test_a_job_goes_to_an_idle_worker_that_ran_its_script_before(warm, tmp_path):
+    # A worker keeps the compiled programs of the stages it ran: the next train job
+    # goes to a worker that trained before, not merely to the first idle one.
+    client_a, worker_a = sleeping_job(tmp_path, "a", seconds=10, script_name="a.py")
+    client_b, worker_b = sleeping_job(tmp_path, "b", seconds=1, script_name="b.py")
+    assert client_a.wait(timeout=60) == 0 and client_b.wait(timeout=60) == 0
+    assert worker_a != worker_b  # both idle now
+    for name, worker in (("b", worker_b), ("a", worker_a)):
+        result = run_job(tmp_path, f"{name}-again", script_name=f"{name}.py")
+        assert result.returncode == 0, result.stderr
+        assert job_record(tmp_path, f"{name}-again")[0] == worker

@@ -3,11 +3,12 @@
 Run as ``python -m motorflow.pipeline._warm_server LISTEN_FD MAX_WORKERS
 JOBS_PER_WORKER`` by :func:`~motorflow.pipeline._warm_client.start_warm_workers`. One
 thread: it accepts jobs on the listening socket, gives each to an idle worker of the
-job's key (starting one while fewer than MAX_WORKERS run, else replacing an idle
-worker of another key, else queueing the job) and returns the worker's status to the
-job. A job whose process goes away has its worker killed; a worker that dies fails
-its job. The server ends, killing its workers, when its standard input (a pipe from
-Snakemake) ends.
+job's key (preferring one that ran the job's script before: it holds that stage's
+compiled programs), starting one while fewer than MAX_WORKERS run, else replacing an
+idle worker of another key, else queueing the job, and returns the worker's status to
+the job. A job whose process goes away has its worker killed; a worker that dies
+fails its job. The server ends, killing its workers, when its standard input (a pipe
+from Snakemake) ends.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Worker:
     sock: socket.socket
     job: socket.socket | None = None  # the connection of the job it runs
     ready: bool = False  # it has imported what the jobs use
+    scripts: set[str] = field(default_factory=set)  # the scripts of the jobs it ran
 
     def kill(self) -> None:
         self.process.kill()
@@ -104,7 +106,7 @@ class Server:
                     os.close(fd)
                 conn.close()
                 continue
-            worker = self._worker_for(tuple(job["key"]))
+            worker = self._worker_for(tuple(job["key"]), job["script"])
             if worker is None:
                 return
             self.queue.popleft()
@@ -117,6 +119,7 @@ class Server:
             for fd in fds:
                 os.close(fd)
             worker.job = conn
+            worker.scripts.add(job["script"])
             self.selector.register(conn, selectors.EVENT_READ, lambda c, w=worker: self._gone(w))
             # The job's process passes the signals it gets on to the worker.
             try:
@@ -124,8 +127,12 @@ class Server:
             except OSError:
                 self._gone(worker)
 
-    def _worker_for(self, key: tuple[Any, ...]) -> Worker | None:
+    def _worker_for(self, key: tuple[Any, ...], script: str) -> Worker | None:
         idle = [worker for worker in self.workers if worker.job is None]
+        # Best a worker that ran this script before: it holds the stage's compiled
+        # programs, which the next experiment of equal settings and shapes (a seed
+        # sweep's) uses without tracing them again.
+        idle.sort(key=lambda worker: script not in worker.scripts)
         for worker in idle:
             if worker.key == key:
                 return worker
