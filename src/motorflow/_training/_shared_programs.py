@@ -27,16 +27,16 @@ class ProgramKey:
     non-array leaves) as a jit static argument: hashed once, and equal keys interned to
     one object (:func:`program_parts`), so that each call compares by identity."""
 
-    __slots__ = ("__weakref__", "_hash", "static", "structure")
+    __slots__ = ("__weakref__", "_hash", "_shareable", "static", "structure")
 
     def __init__(self, structure: Any, static: Any):
         self.structure, self.static = structure, static
         try:
-            self._hash = hash((structure, static))
+            self._hash, self._shareable = hash((structure, static)), True
         except TypeError:
             # A leaf that cannot be hashed (a list in a module's field): this object
             # keys programs of its own, as a bound method's jit would.
-            self._hash = id(self)
+            self._hash, self._shareable = id(self), False
 
     def __hash__(self) -> int:
         return self._hash
@@ -46,7 +46,7 @@ class ProgramKey:
             return True
         if not isinstance(other, ProgramKey) or self._hash != other._hash:
             return False
-        if self._hash == id(self) or other._hash == id(other):
+        if not (self._shareable and other._shareable):
             return False
         return self.structure == other.structure and self.static == other.static
 
