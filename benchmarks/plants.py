@@ -103,10 +103,10 @@ def warm_up(trainer, state, chunk, index, max_calls: int = MAX_WARM_UP_CALLS):
     second (or third) call may compile again; timing those would count compiles.
     """
     for _ in range(max_calls):
-        # The programs every trainer shares (`shared_program`'s jit of the method).
-        compiled = type(trainer).run_chunk.jitted._cache_size()
+        # The programs of every trainer of these settings (`shared_program`).
+        compiled = trainer.run_chunk.jitted._cache_size()
         _, state = time_chunk(trainer, state, chunk, index)
-        if type(trainer).run_chunk.jitted._cache_size() == compiled:
+        if trainer.run_chunk.jitted._cache_size() == compiled:
             return state
     raise RuntimeError(f"the training chunk still compiled anew after {max_calls} calls")
 
