@@ -10,7 +10,8 @@ process tree per experiment, Snakemake's own share, and the median CPU-seconds p
 kind: from the rules' benchmark files (``cpu_time``) for processes of their own, from
 the line each job's log ends with in a warm worker (the benchmark files then measure
 the waiting process). CPU-seconds, not wall time, since the machine may be shared;
-wall time and the load average are recorded too. Usage:
+wall time, the load average and the machine's speed before each run (the CPU-seconds
+of a fixed Python loop of 10**7 additions) are recorded too. Usage:
 
     python benchmarks/sweep_startup.py [--cores 2] [--repeats 2]
         [--baseline-src OTHER_CHECKOUT/src] [--modes warm_workers baseline]
@@ -83,7 +84,8 @@ def _per_kind(results: Path, warm: bool) -> dict[str, list[float]]:
     if warm:
         for log in sorted((results / "logs").glob("**/*.log")):
             if found := _COST.findall(log.read_text()):
-                kinds.setdefault(log.parent.name, []).append(float(found[-1]))
+                kind = log.stem if log.parent.name == "logs" else log.parent.name  # summary
+                kinds.setdefault(kind, []).append(float(found[-1]))
         return kinds
     for tsv in sorted((results / "benchmarks").glob("*/*.tsv")):
         with open(tsv) as stream:
@@ -93,6 +95,20 @@ def _per_kind(results: Path, warm: bool) -> dict[str, list[float]]:
 
 
 _COST = re.compile(r"warm worker \d+: ([0-9.]+) CPU-s")
+
+
+def _machine_speed() -> float:
+    """CPU-seconds of a fixed pure-Python loop (median of 3): how fast the machine runs
+    Python now, so that runs of different machines or hours can be compared (a shared
+    machine's speed varies by 2-3x over a day; benchmarks/README.md)."""
+
+    def loop() -> float:
+        start, total = time.process_time(), 0
+        for i in range(10**7):
+            total += i
+        return time.process_time() - start
+
+    return statistics.median(loop() for _ in range(3))
 
 
 def _set_mode(mode: str, baseline_src: str | None) -> None:
@@ -110,6 +126,7 @@ def _set_mode(mode: str, baseline_src: str | None) -> None:
 def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
     if (workdir / "results").exists():
         shutil.rmtree(workdir / "results")
+    speed = _machine_speed()
     load_before, start = os.getloadavg()[0], time.perf_counter()
     cpu, snakemake_cpu = _run(workdir, cores)
     wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
@@ -121,6 +138,7 @@ def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
         "wall_s": wall,
         "median_cpu_s_per_job": {k: statistics.median(v) for k, v in sorted(kinds.items())},
         "load_average_1min": [load_before, load_after],
+        "python_loop_cpu_s": speed,
         "experiments": n_experiments,
     }
 
@@ -142,6 +160,7 @@ def _median_of(runs: list[dict[str, object]]) -> dict[str, object]:
             k: median([r["median_cpu_s_per_job"][k] for r in runs]) for k in kinds
         },
         "load_average_1min": [[round(x, 2) for x in r["load_average_1min"]] for r in runs],
+        "python_loop_cpu_s": [round(r["python_loop_cpu_s"], 2) for r in runs],
     }
 
 

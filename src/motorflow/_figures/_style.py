@@ -12,6 +12,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator
 
 ANGLE_CMAP = "hsv"  # cyclic, and unlike "twilight" never fades into a white background
 TRAIN_COLOR = "tab:blue"
@@ -52,6 +53,10 @@ def log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
     nonzero = np.abs(finite[finite != 0])
     if finite.size and np.all(finite > 0):
         ax.set_yscale("log")
+        # Minor ticks at 2 and 5 times each power of ten, not at every integer multiple
+        # (matplotlib's): as readable, and each tick is an artist that the layout and
+        # the drawing measure, most of a loss figure's time on a span of many decades.
+        ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     elif nonzero.size:
         ax.set_yscale("symlog", linthresh=float(nonzero.min()))
 
