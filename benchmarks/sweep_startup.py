@@ -70,11 +70,13 @@ def _run(workdir: Path, cores: int) -> tuple[float, float]:
     """CPU-seconds of one full Snakemake run in `workdir`: all, and Snakemake's own."""
     own = workdir / "snakemake-cpu.txt"
     before = _cpu_children()
-    subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-c", _SNAKEMAKE, str(own), "--cores", str(cores), "--quiet",
          "all", "--configfile", str(workdir / "config.yaml")],
-        cwd=workdir, check=True, capture_output=True,
+        check=False, cwd=workdir, capture_output=True, text=True,
     )  # fmt: skip
+    if done.returncode:
+        sys.exit(f"Snakemake failed (exit {done.returncode}):\n{done.stderr[-5000:]}")
     return _cpu_children() - before, float(own.read_text())
 
 
@@ -111,14 +113,19 @@ def _machine_speed() -> float:
     return statistics.median(loop() for _ in range(3))
 
 
+_PYTHONPATH = os.environ.get("PYTHONPATH", "")
+
+
 def _set_mode(mode: str, baseline_src: str | None) -> None:
     """This process's environment (which Snakemake and its jobs inherit) for `mode`."""
     if mode == "process_per_job":
         os.environ["MOTORFLOW_WARM_WORKERS"] = "0"
     else:
         os.environ.pop("MOTORFLOW_WARM_WORKERS", None)
-    if mode == "baseline":
-        os.environ["PYTHONPATH"] = str(Path(baseline_src).resolve())
+    paths = [str(Path(baseline_src).resolve())] if mode == "baseline" else []
+    paths += [_PYTHONPATH] if _PYTHONPATH else []  # what the benchmark was started with
+    if paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(paths)
     else:
         os.environ.pop("PYTHONPATH", None)
 
