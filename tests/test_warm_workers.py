@@ -226,3 +226,15 @@ def test_a_job_goes_to_an_idle_worker_that_ran_its_script_before(warm, tmp_path)
         result = run_job(tmp_path, f"{name}-again", script_name=f"{name}.py")
         assert result.returncode == 0, result.stderr
         assert job_record(tmp_path, f"{name}-again")[0] == worker
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="Linux's /proc only")
+def test_a_worker_retires_before_it_holds_the_memory_mappings_the_kernel_allows():
+    # Each compiled XLA program holds mappings, and a process past the kernel's limit
+    # crashes: a worker holding half of it retires after its job (its jobs_left aside).
+    from motorflow.pipeline._warm_worker import near_mapping_limit
+
+    held = len(Path("/proc/self/maps").read_bytes().splitlines())
+    assert near_mapping_limit(limit=held)
+    assert not near_mapping_limit(limit=4 * held)
+    assert not near_mapping_limit()  # this test process is far from the kernel's limit

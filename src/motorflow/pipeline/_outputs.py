@@ -58,7 +58,7 @@ def _save_png_cropped_to_ink(figure: Figure, path: Path, *, dpi: int) -> None:
     canvas.draw()
     rgba = np.asarray(canvas.buffer_rgba())
     background = np.round(np.array(to_rgba(figure.get_facecolor())) * 255).astype(np.uint8)
-    ink = np.any(rgba != background, axis=-1)
+    ink = rgba.view(np.uint32)[..., 0] != background.view(np.uint32)[0]  # a pixel a word
     rows, columns = np.flatnonzero(ink.any(axis=1)), np.flatnonzero(ink.any(axis=0))
     if rows.size:  # a margin of the pad all round, as bbox_inches="tight"'s default
         pad = round(0.1 * dpi)
