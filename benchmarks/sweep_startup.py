@@ -11,7 +11,8 @@ kind: from the rules' benchmark files (``cpu_time``) for processes of their own,
 the line each job's log ends with in a warm worker (the benchmark files then measure
 the waiting process). CPU-seconds, not wall time, since the machine may be shared;
 wall time, the load average and the machine's speed before each run (the CPU-seconds
-of a fixed Python loop of 10**7 additions) are recorded too. Usage:
+of a fresh process importing JAX, Equinox and xarray and compiling one call) are
+recorded too. Usage:
 
     python benchmarks/sweep_startup.py [--cores 2] [--repeats 2]
         [--baseline-src OTHER_CHECKOUT/src] [--modes warm_workers baseline]
@@ -99,18 +100,23 @@ def _per_kind(results: Path, warm: bool) -> dict[str, list[float]]:
 _COST = re.compile(r"warm worker \d+: ([0-9.]+) CPU-s")
 
 
+# A fixed job-like start-up: the imports and one compiled call in a fresh process.
+_REFERENCE = "import jax, equinox, xarray; jax.jit(lambda x: x + 1)(1.0).block_until_ready()"
+
+
 def _machine_speed() -> float:
-    """CPU-seconds of a fixed pure-Python loop (median of 3): how fast the machine runs
-    Python now, so that runs of different machines or hours can be compared (a shared
-    machine's speed varies by 2-3x over a day; benchmarks/README.md)."""
+    """CPU-seconds of a fresh process importing JAX, Equinox and xarray and running one
+    compiled call (median of 3): how fast the machine runs a job's start-up now, so
+    that runs of different machines or hours can be compared. A shared machine's speed
+    for such work varies by 2-3x over a day while a pure-Python loop's does not
+    (benchmarks/README.md)."""
 
-    def loop() -> float:
-        start, total = time.process_time(), 0
-        for i in range(10**7):
-            total += i
-        return time.process_time() - start
+    def once() -> float:
+        before = _cpu_children()
+        subprocess.run([sys.executable, "-c", _REFERENCE], check=True, capture_output=True)
+        return _cpu_children() - before
 
-    return statistics.median(loop() for _ in range(3))
+    return statistics.median(once() for _ in range(3))
 
 
 _PYTHONPATH = os.environ.get("PYTHONPATH", "")
@@ -145,7 +151,7 @@ def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
         "wall_s": wall,
         "median_cpu_s_per_job": {k: statistics.median(v) for k, v in sorted(kinds.items())},
         "load_average_1min": [load_before, load_after],
-        "python_loop_cpu_s": speed,
+        "reference_cpu_s": speed,
         "experiments": n_experiments,
     }
 
@@ -167,7 +173,7 @@ def _median_of(runs: list[dict[str, object]]) -> dict[str, object]:
             k: median([r["median_cpu_s_per_job"][k] for r in runs]) for k in kinds
         },
         "load_average_1min": [[round(x, 2) for x in r["load_average_1min"]] for r in runs],
-        "python_loop_cpu_s": [round(r["python_loop_cpu_s"], 2) for r in runs],
+        "reference_cpu_s": [round(r["reference_cpu_s"], 2) for r in runs],
     }
 
 
