@@ -27,6 +27,10 @@ def enable_compilation_cache(directory: str | Path | None) -> None:
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
+# A stage log's line: "2026-11-27 21:50:24,795 INFO Wrote results/...".
+LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
 @contextlib.contextmanager
 def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
     """Send the stage's log lines (and Python warnings) to `log_path`, one per line.
@@ -40,7 +44,7 @@ def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
     warnings_logger = logging.getLogger("py.warnings")
     with open(log_path, "w", buffering=1) as stream:
         handler = logging.StreamHandler(stream)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import logging
 import os
 import resource
 import runpy
@@ -38,6 +39,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _faults
+from ._runtime import LOG_FORMAT
 from ._warm_protocol import SOCKET_VARIABLE, receive, send
 
 # The line each job's log ends with (its numbers read by benchmarks and tests).
@@ -99,11 +101,11 @@ def note_in_log(job: dict[str, Any], line: str) -> None:
     logs = list(getattr(job["snakemake"], "log", []) or [])
     if not logs:
         return
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + f",{int(time.time() * 1000) % 1000:03d}"
+    record = logging.makeLogRecord({"levelname": "INFO", "msg": line})
     path = logs[0] if os.path.isabs(logs[0]) else os.path.join(job["cwd"], logs[0])
     try:
         with open(path, "a") as stream:
-            stream.write(f"{stamp} INFO {line}\n")
+            stream.write(logging.Formatter(LOG_FORMAT).format(record) + "\n")
     except OSError:
         pass  # the job removed its log's folder: nothing to add to
 
