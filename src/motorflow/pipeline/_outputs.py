@@ -63,7 +63,6 @@ def _save_png_cropped_to_ink(figure: Figure, path: Path, *, dpi: int) -> None:
     if rows.size:  # a margin of the pad all round, as bbox_inches="tight"'s default
         pad = round(0.1 * dpi)
         content = rgba[rows[0] : rows[-1] + 1, columns[0] : columns[-1] + 1]
-        rgba = np.empty((content.shape[0] + 2 * pad, content.shape[1] + 2 * pad, 4), np.uint8)
-        rgba[...] = background
+        rgba = np.full((content.shape[0] + 2 * pad, content.shape[1] + 2 * pad, 4), background)
         rgba[pad : pad + content.shape[0], pad : pad + content.shape[1]] = content
     Image.fromarray(rgba).save(path, format="png", dpi=(dpi, dpi))
