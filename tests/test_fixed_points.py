@@ -1,5 +1,7 @@
 """Fixed points of hand-built cells, whose points and linearisations are known exactly."""
 
+import logging
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -157,6 +159,28 @@ def test_starts_are_the_replicates_own_states_plus_noise_of_the_scale_asked(stat
         assert (distance.max(-1).min(-1) == 0).all()  # each start is one of the states
         jitter_std = (noisy[replicate] - exact[replicate]).std()
         np.testing.assert_allclose(jitter_std, 0.1 * pooled[replicate].std(), rtol=0.1)
+
+
+def test_another_experiment_of_the_same_shapes_draws_its_starts_without_tracing(states, caplog):
+    # A warm worker analyses a seed sweep's experiments one after another: those of
+    # equal shapes trace and compile the draw once (a program traced at every call
+    # cost each analysis job its tracing and a compile-cache read).
+    _, _, states = states
+    other = states.assign(hidden=states.hidden * 2.0 + 1.0)  # another experiment's
+
+    def traced(states, n_starts, seed):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="jax"), jax.log_compiles():
+            starts = sample_starts(states, n_starts=n_starts, noise=0.0, key=jax.random.key(seed))
+        return starts, [
+            r.message for r in caplog.records if r.message.startswith("Finished tracing")
+        ]
+
+    traced(states, 7, 0)
+    starts, traces = traced(other, 7, 1)
+    assert traces == []
+    assert np.isin(np.asarray(starts), other.hidden.values).all()  # from its own states
+    assert traced(other, 8, 1)[1]  # other shapes: a program of their own
 
 
 def test_the_same_key_gives_the_same_points_bit_for_bit_and_another_key_other_starts(states):

@@ -9,6 +9,7 @@ linearise the update at the points found.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -77,15 +78,21 @@ def sample_starts(
     """
     hidden = states.hidden.transpose("replicate", ..., "unit")
     pooled = jnp.asarray(hidden.values).reshape(hidden.sizes["replicate"], -1, hidden.sizes["unit"])
-    shape = (states.sizes["trial"], n_starts)
+    keys = jax.random.split(key, pooled.shape[0])
+    return _draw_starts(pooled, keys, shape=(states.sizes["trial"], n_starts), noise=noise)
 
+
+# At module level, so that a process (a warm worker running a sweep's analyses one
+# after another) draws for every experiment of the same shapes with one program.
+@functools.partial(jax.jit, static_argnames=("shape", "noise"))
+def _draw_starts(pooled, keys, *, shape: tuple[int, int], noise: float):
     def one(pooled, key):
         pick_key, noise_key = jax.random.split(key)
         picked = pooled[jax.random.randint(pick_key, shape, 0, pooled.shape[0])]
         jitter = jax.random.normal(noise_key, picked.shape, picked.dtype)
         return picked + noise * jnp.std(pooled) * jitter
 
-    return jax.jit(jax.vmap(one))(pooled, jax.random.split(key, pooled.shape[0]))
+    return jax.vmap(one)(pooled, keys)
 
 
 @eqx.filter_jit
