@@ -39,6 +39,8 @@ if os.environ.get("JOB_SILENCE"):  # a job's own warning filters are its own
 warnings.warn("shown in every job that shows warnings", UserWarning)
 if os.environ.get("JOB_SLEEP"):
     time.sleep(float(os.environ["JOB_SLEEP"]))
+if os.environ.get("JOB_HOLD_MIB"):  # memory the job leaves behind in its process
+    sys.held = getattr(sys, "held", []) + [b"x" * (int(os.environ["JOB_HOLD_MIB"]) << 20)]
 if os.environ.get("JOB_RAISE"):
     raise RuntimeError("the job failed here")
 raise SystemExit(int(os.environ.get("JOB_STATUS", "0")))
@@ -238,3 +240,25 @@ def test_a_worker_retires_before_it_holds_the_memory_mappings_the_kernel_allows(
     assert near_mapping_limit(limit=held)
     assert not near_mapping_limit(limit=4 * held)
     assert not near_mapping_limit()  # this test process is far from the kernel's limit
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="Linux's /proc only")
+def test_a_worker_whose_memory_grew_past_its_allowance_is_replaced(tmp_path):
+    # A worker lives many jobs (a sweep's next experiments reuse its imports and
+    # programs) but not past a memory allowance: what its jobs left behind returns.
+    workers = mfp.start_warm_workers(1, memory_growth=100 << 20)
+    try:
+        pids = []
+        for name, hold in (
+            ("small", "10"),
+            ("small-again", "10"),
+            ("large", "150"),
+            ("after", "0"),
+        ):
+            result = run_job(tmp_path, name, JOB_HOLD_MIB=hold)
+            assert result.returncode == 0, result.stderr
+            pids.append(job_record(tmp_path, name)[0])
+    finally:
+        workers.stop()
+    assert pids[0] == pids[1] == pids[2]  # 20 MiB held: within the allowance
+    assert pids[3] != pids[2]  # 170 MiB held: the worker was replaced after that job

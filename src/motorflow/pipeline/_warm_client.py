@@ -45,8 +45,13 @@ from typing import Any
 
 from ._warm_protocol import SOCKET_VARIABLE, receive, send
 
-# Jobs one worker runs before it is replaced by a fresh one (its memory then returns).
-JOBS_PER_WORKER = 50
+# A worker is replaced by a fresh one (its memory then returns) after this many jobs,
+# or sooner once its resident memory has grown by WORKER_MEMORY_GROWTH bytes since it
+# started (a tiny job leaves 1-3 MiB behind, a new shape's compiled programs more;
+# a 200-experiment sweep's 1,000 jobs would restart workers of 50 jobs about 16 times,
+# at 2-4 CPU-s a start), or holds half the memory mappings the kernel allows.
+JOBS_PER_WORKER = 500
+WORKER_MEMORY_GROWTH = 2**30
 
 
 def worker_key(snakemake: Any) -> tuple[int]:
@@ -136,14 +141,18 @@ class WarmWorkers:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_warm_workers(cores: int) -> WarmWorkers | None:
+def start_warm_workers(
+    cores: int, *, jobs_per_worker: int = JOBS_PER_WORKER, memory_growth: int = WORKER_MEMORY_GROWTH
+) -> WarmWorkers | None:
     """Start the server of this Snakemake process's jobs; None where
     ``MOTORFLOW_WARM_WORKERS=0`` asks for none.
 
     At most `cores` jobs run at once (Snakemake's limit), so as many workers are
     busy; two more may wait idle, so that the jobs of another thread count (a train
     job's two against an evaluation's one) find a worker of theirs warm. The
-    listening socket is made here, so jobs can connect from the first one on.
+    listening socket is made here, so jobs can connect from the first one on. A
+    worker is replaced after `jobs_per_worker` jobs, or once its resident memory has
+    grown by `memory_growth` bytes since it started.
     """
     if os.environ.get(SOCKET_VARIABLE) == "0":
         return None
@@ -154,7 +163,7 @@ def start_warm_workers(cores: int) -> WarmWorkers | None:
     listener.listen(64)
     process = subprocess.Popen(
         [sys.executable, "-m", "motorflow.pipeline._warm_server", str(listener.fileno()),
-         str(max(1, cores) + 2), str(JOBS_PER_WORKER)],
+         str(max(1, cores) + 2), str(jobs_per_worker), str(memory_growth)],
         stdin=subprocess.PIPE,
         pass_fds=[listener.fileno()],
         # Apart from the terminal's process group: Ctrl-C reaches Snakemake and the

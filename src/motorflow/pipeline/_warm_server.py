@@ -1,7 +1,8 @@
 """The warm-worker server of one local Snakemake run (see ``_warm_client``).
 
 Run as ``python -m motorflow.pipeline._warm_server LISTEN_FD MAX_WORKERS
-JOBS_PER_WORKER`` by :func:`~motorflow.pipeline._warm_client.start_warm_workers`. One
+JOBS_PER_WORKER MEMORY_GROWTH`` by
+:func:`~motorflow.pipeline._warm_client.start_warm_workers`. One
 thread: it accepts jobs on the listening socket, gives each to an idle worker of the
 job's key (preferring one that ran the job's script before: it holds that stage's
 compiled programs), starting one while fewer than MAX_WORKERS run, else replacing an
@@ -53,6 +54,7 @@ class Server:
     listener: socket.socket
     max_workers: int
     jobs_per_worker: int
+    memory_growth: int
     selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
     workers: list[Worker] = field(default_factory=list)
     queue: deque[tuple[socket.socket, dict[str, Any], list[int]]] = field(default_factory=deque)
@@ -147,7 +149,7 @@ class Server:
         environ = {name: value for name, value in os.environ.items() if name != SOCKET_VARIABLE}
         process = subprocess.Popen(
             [sys.executable, "-m", "motorflow.pipeline._warm_worker", str(theirs.fileno()),
-             str(self.jobs_per_worker), *map(str, key)],
+             str(self.jobs_per_worker), str(self.memory_growth), *map(str, key)],
             pass_fds=[theirs.fileno()],
             stdin=subprocess.DEVNULL,
             env=environ,
@@ -223,9 +225,9 @@ class Server:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's end comes through stdin
-    listen_fd, max_workers, jobs_per_worker = (int(arg) for arg in sys.argv[1:4])
+    listen_fd, max_workers, jobs_per_worker, memory_growth = (int(arg) for arg in sys.argv[1:5])
     listener = socket.socket(fileno=listen_fd)
-    Server(listener, max_workers, jobs_per_worker).run()
+    Server(listener, max_workers, jobs_per_worker, memory_growth).run()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """A warm worker: runs the workflow's job scripts one after another (see ``_warm_client``).
 
-Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS THREADS`` by the
+Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS GROWTH THREADS`` by the
 server, for jobs of THREADS threads (its key, ``_warm_client.worker_key``): JAX's CPU
 device count is set to that first, so that nothing it imports can start JAX with
 another. It imports what the jobs use once, then for each job it receives takes on the job's
@@ -11,8 +11,9 @@ in the process and a later job would see is reset: warning filters (and with the
 which warnings were already shown), matplotlib's settings and open figures, the
 count of kill points passed (``motorflow._faults``). After
 JOBS jobs it exits, so that a long sweep never grows one process's memory, and so it
-does sooner where it holds half the memory mappings that the kernel allows a process
-(each compiled XLA program holds some; past the limit the process crashes).
+does sooner where its resident memory has grown by GROWTH bytes since it was ready,
+or where it holds half the memory mappings that the kernel allows a process (each
+compiled XLA program holds some; past the limit the process crashes).
 
 Snakemake's ``benchmark`` files measure the job's waiting process, not the worker, so
 the worker adds a line to the job's log: the CPU-seconds and wall seconds the job took
@@ -75,6 +76,24 @@ def near_mapping_limit(limit: int | None = None) -> bool:
         return False
 
 
+def _status_bytes(field: str) -> float | None:
+    """A memory figure of this process from Linux's ``/proc/self/status`` (``VmRSS``,
+    ``VmHWM``), in bytes; None elsewhere."""
+    try:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith(f"{field}:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def resident_memory() -> float:
+    """This process's resident memory now (bytes); 0 where it cannot tell."""
+    return _status_bytes("VmRSS") or 0.0
+
+
 def reset_peak_memory() -> None:
     """Start this process's peak resident memory afresh (Linux: ``clear_refs``)."""
     try:
@@ -86,14 +105,10 @@ def reset_peak_memory() -> None:
 
 def peak_memory() -> float:
     """This process's peak resident memory (bytes) since :func:`reset_peak_memory`."""
-    try:
-        with open("/proc/self/status") as stream:
-            for line in stream:
-                if line.startswith("VmHWM:"):
-                    return float(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    peak = _status_bytes("VmHWM")
+    if peak is None:
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    return peak
 
 
 def note_in_log(job: dict[str, Any], line: str) -> None:
@@ -162,7 +177,7 @@ def main() -> None:
     # (passed on by the job's process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     sock = socket.socket(fileno=int(sys.argv[1]))
-    jobs_left, threads = int(sys.argv[2]), int(sys.argv[3])
+    jobs_left, growth, threads = (int(arg) for arg in sys.argv[2:5])
     _faults.kill_point("warm_worker_start")
     import jax
 
@@ -173,6 +188,7 @@ def main() -> None:
     # ~250,000 objects (half a figure job's time in the collector).
     gc.collect()
     gc.freeze()
+    ready_memory = resident_memory()
     send(sock, {"ready": True})
     retiring = False
     while not retiring:
@@ -196,7 +212,8 @@ def main() -> None:
             peak=peak_memory() / 2**20,
         )
         note_in_log(job, cost)
-        retiring = jobs_left == 0 or near_mapping_limit()
+        grown = resident_memory() - ready_memory > growth
+        retiring = jobs_left == 0 or grown or near_mapping_limit()
         send(sock, {"status": status, "retiring": retiring})
 
 
