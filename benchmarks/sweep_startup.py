@@ -18,8 +18,8 @@ recorded too. Usage:
         [--baseline-src OTHER_CHECKOUT/src] [--modes warm_workers baseline]
 
 `--baseline-src` adds a mode ``baseline``: warm workers running the motorflow at that
-`src` folder (another commit's checkout, e.g. ``git worktree add ../before <commit>``),
-warmed up and measured alongside, so that a change is measured against its commit's
+`src` folder and the workflow of its checkout (another commit's, e.g. ``git worktree
+add ../before <commit>``), in a folder of its own, warmed up and measured alongside, so that a change is measured against its commit's
 parent on the same machine at the same time. `--modes` picks the modes to run
 (default: ``process_per_job warm_workers``, and ``baseline`` when given).
 """
@@ -193,18 +193,24 @@ def main() -> None:
         parser.error("the baseline mode needs --baseline-src")
     runs: dict[str, list[dict[str, object]]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory() as tmp:
-        workdir = Path(tmp)
-        for part in ("workflow", "config", "profiles"):
-            shutil.copytree(ROOT / part, workdir / part)
-        shutil.copy(ROOT / "Snakefile", workdir / "Snakefile")
-        shutil.copy(CONFIG, workdir / "config.yaml")
-        # Warms .jax_cache with each code's programs.
+        # The baseline runs its own checkout's workflow (the folder above its src).
+        workdirs = {"ours": Path(tmp) / "ours"}
+        if args.baseline_src:
+            workdirs["baseline"] = Path(tmp) / "baseline"
+        for code, workdir in workdirs.items():
+            root = Path(args.baseline_src).resolve().parent if code == "baseline" else ROOT
+            for part in ("workflow", "config", "profiles"):
+                shutil.copytree(root / part, workdir / part)
+            shutil.copy(root / "Snakefile", workdir / "Snakefile")
+            shutil.copy(CONFIG, workdir / "config.yaml")
+        # Warms each workdir's .jax_cache with its code's programs.
         for mode in dict.fromkeys("baseline" if m == "baseline" else "ours" for m in modes):
             _set_mode("baseline" if mode == "baseline" else "warm_workers", args.baseline_src)
-            _run(workdir, args.cores)
+            _run(workdirs[mode], args.cores)
         for _ in range(args.repeats):
             for mode in modes:
                 _set_mode(mode, args.baseline_src)
+                workdir = workdirs["baseline" if mode == "baseline" else "ours"]
                 runs[mode].append(_measure(workdir, args.cores, mode != "process_per_job"))
     print(json.dumps({mode: _median_of(each) for mode, each in runs.items()}, indent=2))
 

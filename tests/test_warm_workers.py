@@ -1,11 +1,13 @@
-"""Warm workers (motorflow.pipeline._warm_*): a job handed over runs as in a process of
-its own, its status, output, environment and directory kept, and no worker outlives
-its job's process or its Snakemake run. The workflow's own differential test (warm
-== a process per job, bitwise) is in tests/test_workflow.py."""
+"""Warm workers (motorflow.pipeline._warm_*, _job_client): a job handed over by its
+command's job client runs as in a process of its own, its status, output, environment
+and directory kept, and no worker outlives its job's process or its Snakemake run. The
+workflow's own differential test (warm == a process per job, bitwise) is in
+tests/test_workflow.py."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -20,18 +22,15 @@ from motorflow.pipeline._warm_protocol import SOCKET_VARIABLE
 
 REPO = Path(__file__).resolve().parents[1]
 
-# A job script as the workflow's are: it hands itself over first; the rest runs in
-# the worker (or here, when no worker takes it).
+# A job script as the workflow's are: it reads Snakemake's job object, `snakemake`.
 SCRIPT = """\
 import os, sys, time, warnings
-import motorflow.pipeline as mfp
 
-mfp.hand_over(snakemake, __file__)
 if os.environ.get("JOB_SLEEP"):
     import signal
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))  # as a train job checkpoints
 with open(snakemake.output[0], "w") as stream:
-    stream.write(f"{os.getpid()} {os.getcwd()} {os.environ.get('JOB_VAR')}")
+    stream.write(f"{os.getpid()} {os.getcwd()} {os.environ.get('JOB_VAR')} {snakemake.rule}")
 print("to stdout")
 print("to stderr", file=sys.stderr)
 if os.environ.get("JOB_SILENCE"):  # a job's own warning filters are its own
@@ -46,16 +45,6 @@ if os.environ.get("JOB_RAISE"):
 raise SystemExit(int(os.environ.get("JOB_STATUS", "0")))
 """
 
-# The job's process: Snakemake's job object (the parts hand_over reads) and the script.
-CLIENT = """\
-import sys, types
-import motorflow.pipeline as mfp
-
-job = types.SimpleNamespace(threads=1, resources={{"gpu": 0}}, rule="fake", output=[sys.argv[1]])
-__file__ = {script!r}
-exec(compile(open(__file__).read(), __file__, "exec"), {{"snakemake": job, "__file__": __file__}})
-"""
-
 
 @pytest.fixture
 def warm():
@@ -65,15 +54,28 @@ def warm():
     workers.stop()
 
 
-def run_job(tmp_path: Path, name: str, *, wait: bool = True, script_name="job.py", **env: str):
+def run_job(
+    tmp_path: Path, name: str, *, wait: bool = True, script_name="job.py", gpus=0, **env: str
+):
     """Start the job's process (as Snakemake would) running the script `script_name`;
     with `wait`, its result."""
     script = tmp_path / script_name
     script.write_text(SCRIPT)
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
+    # The command a rule runs (mfp.job_command), as Snakemake fills it in.
+    description = mfp.describe_job(
+        rule="fake",
+        input={},
+        output={"record": str(tmp_path / name)},
+        params={},
+        wildcards={},
+        threads=1,
+        resources={"gpu": gpus},
+    )
+    command = [*shlex.split(mfp.job_client(tmp_path)), script_name, "0", description]
     client = subprocess.Popen(
-        [sys.executable, "-c", CLIENT.format(script=str(script)), str(tmp_path / name)],
+        command,
         cwd=workdir,
         env={**os.environ, "PYTHONPATH": str(REPO / "src"), "JOB_VAR": name, **env},
         stdout=subprocess.PIPE,
@@ -87,7 +89,8 @@ def run_job(tmp_path: Path, name: str, *, wait: bool = True, script_name="job.py
 
 
 def job_record(tmp_path: Path, name: str) -> tuple[int, str, str]:
-    pid, cwd, var = (tmp_path / name).read_text().split(" ")
+    pid, cwd, var, rule = (tmp_path / name).read_text().split(" ")
+    assert rule == "fake"  # the job object the command describes
     return int(pid), cwd, var
 
 
@@ -139,6 +142,16 @@ def test_without_a_server_or_when_switched_off_the_job_runs_in_its_own_process(t
         assert result.returncode == 0, result.stderr
         assert result.stdout == "to stdout\n"
         assert job_record(tmp_path, name)[0] == result.args  # the job's own process
+
+
+def test_a_job_that_asks_for_a_gpu_keeps_a_process_of_its_own(warm, tmp_path):
+    # It claims its GPUs for its process's life (mfp.use_devices): no worker may hold them.
+    result = run_job(tmp_path, "gpu", gpus=1)
+    assert result.returncode == 0, result.stderr
+    assert job_record(tmp_path, "gpu")[0] == result.args
+    other = run_job(tmp_path, "cpu")
+    assert other.returncode == 0, other.stderr
+    assert job_record(tmp_path, "cpu")[0] != other.args  # a worker took the CPU job
 
 
 def sleeping_job(

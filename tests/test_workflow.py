@@ -250,8 +250,28 @@ def test_a_second_run_has_nothing_to_do(finished):
     assert planned_jobs(finished) == set()
 
 
+def test_editing_a_workflow_script_reruns_its_rules_jobs_and_nothing_else(finished):
+    # Each rule's command holds its script's digest (Snakemake's code trigger), as
+    # Snakemake's `script:` reran a rule whose script was newer than its outputs.
+    script = finished / "workflow" / "scripts" / "comparison_figure.py"
+    original = script.read_text()
+    script.write_text(original + "\n# an edit\n")
+    try:
+        assert planned_jobs(finished) == {("comparison_figure", ""), ("all", "")}
+    finally:
+        script.write_text(original)
+    assert planned_jobs(finished) == set()  # its content again: nothing to do
+
+
+def test_a_finished_project_moved_elsewhere_has_nothing_to_do(finished, tmp_path):
+    # The jobs' commands hold no path of the machine (the job client's is filled in
+    # as the job starts), so a moved or copied project is as finished as it was.
+    moved = shutil.copytree(finished, tmp_path / "moved", symlinks=True)
+    assert planned_jobs(moved) == set()
+
+
 def test_jobs_in_warm_workers_give_what_jobs_in_processes_of_their_own_give(finished, tmp_path):
-    """The fixture's jobs ran in warm workers (motorflow.pipeline._warm_client): the
+    """The fixture's jobs ran in warm workers (motorflow.pipeline._warm_workers): the
     same run with a process per job writes the same trials, models, histories,
     states, metrics, analyses, summary and figures."""
     alone = make_workdir(tmp_path / "alone", tiny_config())

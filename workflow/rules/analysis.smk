@@ -17,9 +17,9 @@ rule analysis:
         **job_resources("analysis"),
         run=run_settings("analysis", "experiment"),
     params:
-        **setting_params("analysis", "experiment"),
-    script:
-        "../scripts/analysis.py"
+        **job_params("analysis", "experiment"),
+    shell:
+        job("analysis")
 
 
 rule analysis_figures:
@@ -45,10 +45,13 @@ rule analysis_figures:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("analysis_figures", "experiment"),
-        description=description,
-    script:
-        "../scripts/analysis_figures.py"
+        **job_params(
+            "analysis_figures",
+            "experiment",
+            description=description,
+        ),
+    shell:
+        job("analysis_figures")
 
 
 rule analysis_comparison:
@@ -73,12 +76,15 @@ rule analysis_comparison:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("analysis_comparison", "comparison"),
-        description=lambda wildcards: descriptions(
-            COMPARISONS[wildcards.comparison].experiments
+        **job_params(
+            "analysis_comparison",
+            "comparison",
+            description=lambda wildcards: descriptions(
+                COMPARISONS[wildcards.comparison].experiments
+            ),
         ),
-    script:
-        "../scripts/analysis_comparison.py"
+    shell:
+        job("analysis_comparison")
 
 
 rule summary:
@@ -95,9 +101,9 @@ rule summary:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("summary"),
-    script:
-        "../scripts/summary.py"
+        **job_params("summary"),
+    shell:
+        job("summary")
 
 
 rule sweep_figure:
@@ -122,7 +128,10 @@ rule sweep_figure:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("sweep_figure", "sweep"),
-        description=lambda wildcards: descriptions(SWEEPS[wildcards.sweep]),
-    script:
-        "../scripts/sweep_figure.py"
+        **job_params(
+            "sweep_figure",
+            "sweep",
+            description=lambda wildcards: descriptions(SWEEPS[wildcards.sweep]),
+        ),
+    shell:
+        job("sweep_figure")

@@ -89,7 +89,7 @@ except mf.ConfigError as error:
 
 # The warm workers of a local run: its jobs run in Python processes that stay up,
 # instead of each paying the imports, JAX's start and tracing (a sweep of small
-# experiments costs its compute, not its start-ups; motorflow.pipeline._warm_client).
+# experiments costs its compute, not its start-ups; motorflow.pipeline._warm_workers).
 # A cluster's jobs run one per process, as does every job under MOTORFLOW_WARM_WORKERS=0.
 WARM_WORKERS = []
 
@@ -187,6 +187,55 @@ def setting_params(rule, wildcard=None):
     return {
         f"{mfp.SETTING_PARAM_PREFIX}{index}": param(values)
         for index, values in enumerate(params)
+    }
+
+
+# Each rule runs its script (workflow/scripts/<rule>.py) through a command rather
+# than Snakemake's `script:`, whose preamble imports Snakemake's package in every job
+# (0.2 CPU-s, most of what a job handed to a warm worker costs): the job client, a
+# Python of the standard library only, hands the job to a warm worker of this run, or
+# runs it in a process of its own (a cluster's job, a GPU job). The script gets the job
+# as Snakemake's `snakemake` object (motorflow.pipeline._job). The command's text
+# holds the script's digest, so an edited script reruns its jobs (Snakemake's code
+# trigger), and no path of this machine, so a moved project reruns nothing.
+SCRIPTS = Path(workflow.current_basedir).parent / "scripts"
+JOB_CLIENT = mfp.job_client(SCRIPTS)
+
+
+def job(name):
+    """The command of rule `name`, which runs workflow/scripts/`name`.py (its params
+    are `job_params(name, ...)`)."""
+    return mfp.job_command(SCRIPTS, f"{name}.py")
+
+
+def job_params(name, wildcard=None, **params):
+    """The params of the rule `name`, which are its settings (`setting_params`),
+    `params`, and two its command passes on, `job_client`, the start of the command
+    (this machine's paths), and `job`, the job as its script reads it
+    (`mfp.describe_job`). Both are functions
+    of the job's input, which Snakemake leaves out of its params rerun trigger: only
+    the settings and `params` rerun a job."""
+    params = {**setting_params(name, wildcard), **params}
+
+    def describe(wildcards, input, output, threads, resources):
+        values = {
+            key: value(wildcards) if callable(value) else value
+            for key, value in params.items()
+        }
+        return mfp.describe_job(
+            name,
+            input=input,
+            output=output,
+            params=values,
+            wildcards=wildcards,
+            threads=threads,
+            resources=resources,
+        )
+
+    return {
+        **params,
+        "job_client": lambda wildcards, input: JOB_CLIENT,
+        "job": describe,
     }
 
 

@@ -17,9 +17,9 @@ rule evaluate:
         **job_resources("evaluate"),
         run=run_settings("evaluate", "experiment"),
     params:
-        **setting_params("evaluate", "experiment"),
-    script:
-        "../scripts/evaluate.py"
+        **job_params("evaluate", "experiment"),
+    shell:
+        job("evaluate")
 
 
 rule learning_curve:
@@ -40,6 +40,6 @@ rule learning_curve:
         **job_resources("evaluate"),
         run=run_settings("learning_curve", "experiment"),
     params:
-        **setting_params("learning_curve", "experiment"),
-    script:
-        "../scripts/learning_curve.py"
+        **job_params("learning_curve", "experiment"),
+    shell:
+        job("learning_curve")

@@ -28,10 +28,13 @@ rule experiment_figures:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("experiment_figures", "experiment"),
-        description=description,
-    script:
-        "../scripts/experiment_figures.py"
+        **job_params(
+            "experiment_figures",
+            "experiment",
+            description=description,
+        ),
+    shell:
+        job("experiment_figures")
 
 
 rule arm_figure:
@@ -51,10 +54,13 @@ rule arm_figure:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("arm_figure", "experiment"),
-        description=description,
-    script:
-        "../scripts/arm_figure.py"
+        **job_params(
+            "arm_figure",
+            "experiment",
+            description=description,
+        ),
+    shell:
+        job("arm_figure")
 
 
 rule comparison_figure:
@@ -78,10 +84,12 @@ rule comparison_figure:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("comparison_figure"),
-        description=descriptions(EXPERIMENTS),
-    script:
-        "../scripts/comparison_figure.py"
+        **job_params(
+            "comparison_figure",
+            description=descriptions(EXPERIMENTS),
+        ),
+    shell:
+        job("comparison_figure")
 
 
 rule protocol_figure:
@@ -115,9 +123,14 @@ rule protocol_figure:
     resources:
         **job_resources("figures"),
     params:
-        **setting_params("protocol_figure", "protocol"),
-        description=lambda wildcards: descriptions(PROTOCOLS[wildcards.protocol].stages),
-        panel_stages=lambda wildcards: protocol_panel_stages(wildcards.protocol),
-        curve_stages=lambda wildcards: protocol_curve_stages(wildcards.protocol),
-    script:
-        "../scripts/protocol_figure.py"
+        **job_params(
+            "protocol_figure",
+            "protocol",
+            description=lambda wildcards: descriptions(
+                PROTOCOLS[wildcards.protocol].stages
+            ),
+            panel_stages=lambda wildcards: protocol_panel_stages(wildcards.protocol),
+            curve_stages=lambda wildcards: protocol_curve_stages(wildcards.protocol),
+        ),
+    shell:
+        job("protocol_figure")

@@ -25,6 +25,6 @@ rule train:
     # Exactly the settings the trained result depends on; the checkpoint cadence and
     # the cache directory are in the `run` resource, so editing them reruns nothing.
     params:
-        **setting_params("train", "experiment"),
-    script:
-        "../scripts/train.py"
+        **job_params("train", "experiment"),
+    shell:
+        job("train")

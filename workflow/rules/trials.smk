@@ -10,6 +10,6 @@ rule trials:
         **job_resources("trials"),
         run=run_settings("trials", "dataset"),
     params:
-        **setting_params("trials", "dataset"),
-    script:
-        "../scripts/trials.py"
+        **job_params("trials", "dataset"),
+    shell:
+        job("trials")

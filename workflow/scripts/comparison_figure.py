@@ -2,9 +2,6 @@
 
 import motorflow.pipeline as mfp
 
-# In a warm worker of this run when there is one (motorflow.pipeline._warm_client).
-mfp.hand_over(snakemake, __file__)
-
 with mfp.stage_logging(snakemake.log[0]):
     mfp.comparison_figure(
         mfp.parse_setting_params(snakemake.params)["experiments"],

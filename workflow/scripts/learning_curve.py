@@ -2,9 +2,6 @@
 
 import motorflow.pipeline as mfp
 
-# In a warm worker of this run when there is one (motorflow.pipeline._warm_client).
-mfp.hand_over(snakemake, __file__)
-
 task, seed, evaluation = mfp.evaluate_job_settings(snakemake.params)
 run = mfp.parse_run_settings(snakemake.resources.run)
 with mfp.stage_logging(snakemake.log[0]):

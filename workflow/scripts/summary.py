@@ -3,9 +3,6 @@
 import motorflow as mf
 import motorflow.pipeline as mfp
 
-# In a warm worker of this run when there is one (motorflow.pipeline._warm_client).
-mfp.hand_over(snakemake, __file__)
-
 settings = mfp.parse_setting_params(snakemake.params)
 # pairing: each experiment's [seed, replicate count, the experiment it starts from].
 pairing = settings["pairing"]

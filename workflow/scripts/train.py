@@ -4,9 +4,6 @@ from pathlib import Path
 
 import motorflow.pipeline as mfp
 
-# In a warm worker of this run when there is one (motorflow.pipeline._warm_client).
-mfp.hand_over(snakemake, __file__)
-
 # What the result depends on comes from the params; how the job runs (checkpoint
 # cadence, compilation cache) from its `run` resource, which decides no rerun.
 run = mfp.parse_run_settings(snakemake.resources.run)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     )
     from ._grid import grid_point_names
     from ._invocation import job_invocation, note_workflow_command
+    from ._job import describe_job, job_client, job_command
     from ._job_settings import (
         evaluate_job_settings,
         flatten_settings,
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
         write_trials,
     )
     from ._sweeps import grid_points
-    from ._warm_client import WarmWorkers, hand_over, start_warm_workers
+    from ._warm_workers import WarmWorkers, start_warm_workers
     from ._workflow_config import (
         EvaluationConfig,
         SweepSpec,
@@ -112,6 +113,7 @@ __all__ = [
     "comparison_figure",
     "config_json_schema",
     "describe_experiment",
+    "describe_job",
     "drop_last_complete",
     "enable_compilation_cache",
     "estimate",
@@ -123,8 +125,9 @@ __all__ = [
     "flatten_settings",
     "grid_point_names",
     "grid_points",
-    "hand_over",
     "is_arm",
+    "job_client",
+    "job_command",
     "job_invocation",
     "job_run_settings",
     "job_settings",

@@ -1,8 +1,8 @@
 """What started a workflow job, for its run record: the command the user typed to
 start the workflow (``snakemake ...``), and the job's rule and wildcards.
 
-A job runs in a process of its own (``script:`` runs a temporary copy of the
-script), whose command line names neither. So the workflow notes its own command line
+A job runs in a warm worker or a process of its own (the job client's, ``_job``),
+whose command line names neither. So the workflow notes its own command line
 in the environment as it is parsed, and the jobs, which inherit the environment, read
 it back. It is never a rule's param: params decide what reruns, and another command
 line (another ``--cores``, another target) must never make a job stale.

@@ -1,8 +1,8 @@
-"""The warm-worker server of one local Snakemake run (see ``_warm_client``).
+"""The warm-worker server of one local Snakemake run (see ``_warm_workers``).
 
 Run as ``python -m motorflow.pipeline._warm_server LISTEN_FD MAX_WORKERS
 JOBS_PER_WORKER MEMORY_GROWTH`` by
-:func:`~motorflow.pipeline._warm_client.start_warm_workers`. One
+:func:`~motorflow.pipeline._warm_workers.start_warm_workers`. One
 thread: it accepts jobs on the listening socket, gives each to an idle worker of the
 job's key (preferring one that ran the job's script before: it holds that stage's
 compiled programs), starting one while fewer than MAX_WORKERS run, else replacing an

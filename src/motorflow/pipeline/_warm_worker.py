@@ -1,13 +1,14 @@
-"""A warm worker: runs the workflow's job scripts one after another (see ``_warm_client``).
+"""A warm worker: runs the workflow's job scripts one after another (see ``_warm_workers``).
 
 Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS GROWTH THREADS`` by the
-server, for jobs of THREADS threads (its key, ``_warm_client.worker_key``): JAX's CPU
+server, for jobs of THREADS threads (its key, ``_job_client.worker_key``): JAX's CPU
 device count is set to that first, so that nothing it imports can start JAX with
 another. It imports what the jobs use once, then for each job it receives takes on the job's
-environment, working directory, import path, stdout and stderr, runs the script as
-``python SCRIPT`` would (``__name__ == "__main__"``, Snakemake's ``snakemake`` object
-in its globals), puts its own back and replies the exit status. What a job may change
-in the process and a later job would see is reset: warning filters (and with them
+environment, working directory, stdout and stderr, runs the script as its own
+process would (``_job.run_script``: ``__name__ == "__main__"``, the job's ``_job.Job``
+as the ``snakemake`` of its globals), puts its own back and replies the exit status.
+What a job may change in the process and a later job would see is reset: its import
+path, warning filters (and with them
 which warnings were already shown), matplotlib's settings and open figures, the
 count of kill points passed (``motorflow._faults``). After
 JOBS jobs it exits, so that a long sweep never grows one process's memory, and so it
@@ -29,17 +30,16 @@ import gc
 import logging
 import os
 import resource
-import runpy
 import signal
 import socket
 import sys
 import time
-import traceback
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 from .. import _faults
+from ._job import Job, run_script
 from ._runtime import LOG_FORMAT
 from ._warm_protocol import SOCKET_VARIABLE, receive, send
 
@@ -113,31 +113,15 @@ def peak_memory() -> float:
 
 def note_in_log(job: dict[str, Any], line: str) -> None:
     """Add `line` to the job's log (its first), as its stage's log lines are written."""
-    logs = list(getattr(job["snakemake"], "log", []) or [])
-    if not logs:
+    if not job["log"]:
         return
     record = logging.makeLogRecord({"levelname": "INFO", "msg": line})
-    path = logs[0] if os.path.isabs(logs[0]) else os.path.join(job["cwd"], logs[0])
+    path = os.path.join(job["cwd"], job["log"][0])  # the log as given, or from cwd
     try:
         with open(path, "a") as stream:
             stream.write(logging.Formatter(LOG_FORMAT).format(record) + "\n")
     except OSError:
         pass  # the job removed its log's folder: nothing to add to
-
-
-def script_status(script: str, snakemake: Any) -> int:
-    """Run `script` as its own process would and return that process's exit status."""
-    try:
-        runpy.run_path(script, init_globals={"snakemake": snakemake}, run_name="__main__")
-    except SystemExit as exit:
-        if exit.code is None or isinstance(exit.code, int):
-            return exit.code or 0
-        print(exit.code, file=sys.stderr)
-        return 1
-    except BaseException:  # noqa: BLE001 - any failure is the job's, as in a process of its own
-        traceback.print_exc()
-        return 1
-    return 0
 
 
 @contextlib.contextmanager
@@ -151,9 +135,8 @@ def job_process(job: dict[str, Any], stdout: int, stderr: int) -> Iterator[None]
     saved = os.dup(1), os.dup(2)
     os.environ.clear()
     os.environ.update(job["environ"])
-    os.environ.pop(SOCKET_VARIABLE, None)  # its script's hand-over finds no server
+    os.environ.pop(SOCKET_VARIABLE, None)  # what it starts is not a job of the run
     os.chdir(job["cwd"])
-    sys.path[:] = path + [entry for entry in job["path"] if entry not in path]
     os.dup2(stdout, 1)
     os.dup2(stderr, 2)
     try:
@@ -201,7 +184,7 @@ def main() -> None:
         cpu, wall = time.process_time(), time.perf_counter()
         try:
             with job_process(job, *fds):
-                status = script_status(job["script"], job["snakemake"])
+                status = run_script(job["script"], Job.from_command(job["description"], job["log"]))
         finally:
             for fd in fds:
                 os.close(fd)

@@ -8,16 +8,16 @@ small experiment of a sweep (benchmarks/README.md, "A sweep's fixed cost").
 
 So a local run (``snakemake --cores N``, not a cluster's) starts a server beside
 Snakemake (:func:`start_warm_workers`, from the workflow's ``onstart``) that keeps a
-few worker processes with everything imported. Each job's script first calls
-:func:`hand_over`: the job's process sends the script and Snakemake's job object
-(inputs, outputs, params, wildcards, log, threads, resources), its environment,
-working directory and its stdout and stderr to the server, which runs it in an idle
-worker; the job's process waits and exits with the script's status. Its output
-reaches the console as before. The signals the job's process gets (SIGINT, SIGTERM,
-SIGUSR1) are passed on to its worker, so a train job checkpoints and stops on them as
-before; a job whose process dies (killed, or Snakemake ends) has its worker killed
-too, and the server and its workers end with the Snakemake process that started
-them. Where no worker can start, the jobs run in processes of their own.
+few worker processes with everything imported. Each job's command is the job client
+(``_job_client``, standard library only): it sends the job (its script, rule,
+description and log, ``_job``), its environment, working directory and its stdout
+and stderr to the server, which runs it in an idle worker; the job's process waits
+and exits with the script's status. Its output reaches the console as before. The
+signals the job's process gets (SIGINT, SIGTERM, SIGUSR1) are passed on to its
+worker, so a train job checkpoints and stops on them as before; a job whose process
+dies (killed, or Snakemake ends) has its worker killed too, and the server and its
+workers end with the Snakemake process that started them. Where no worker can start,
+the jobs run in processes of their own.
 
 A job runs in a worker exactly as in a process of its own: the worker takes on its
 environment and working directory and resets what a job may change (warning filters,
@@ -27,23 +27,21 @@ for the life of the process). ``MOTORFLOW_WARM_WORKERS=0`` keeps every job in a
 process of its own. Snakemake's ``benchmark`` files then measure the waiting process:
 the wall time is the job's, its CPU time and memory are not.
 
-This module is what every job imports first: it must stay import-cheap (no JAX).
+The Snakefile imports it: it must stay import-cheap (no JAX).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ._warm_protocol import SOCKET_VARIABLE, receive, send
+from ._warm_protocol import SOCKET_VARIABLE
 
 # A worker is replaced by a fresh one (its memory then returns) after this many jobs,
 # or sooner once its resident memory has grown by WORKER_MEMORY_GROWTH bytes since it
@@ -52,73 +50,6 @@ from ._warm_protocol import SOCKET_VARIABLE, receive, send
 # at 2-4 CPU-s a start), or holds half the memory mappings the kernel allows.
 JOBS_PER_WORKER = 500
 WORKER_MEMORY_GROWTH = 2**30
-
-
-def worker_key(snakemake: Any) -> tuple[int]:
-    """The settings a worker's JAX fixed as it started that a job must match: its
-    CPU device count (one per thread of the job, ``mfp.use_devices``)."""
-    return (int(snakemake.threads),)
-
-
-def hand_over(snakemake: Any, script: str) -> None:
-    """Run this job in a warm worker of the Snakemake run that started it, and exit
-    with its status; return at once (the job then runs here) where there is none.
-
-    **Arguments:**
-
-    - `snakemake`: the job object Snakemake gives the script.
-    - `script`: the script's path (its ``__file__``, which Snakemake sets).
-    """
-    address = os.environ.get(SOCKET_VARIABLE, "")
-    if address in ("", "0") or int(snakemake.resources.get("gpu", 0) or 0) > 0:
-        return
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(address)
-    except OSError:  # no server here (another machine, or it has stopped)
-        sock.close()
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    job = {
-        "script": str(Path(script).resolve()),
-        "snakemake": snakemake,
-        "cwd": os.getcwd(),
-        "environ": dict(os.environ),
-        "path": list(sys.path),
-        "key": worker_key(snakemake),
-    }
-    send(sock, job, fds=(sys.stdout.fileno(), sys.stderr.fileno()))
-    try:
-        reply, _ = receive(sock)
-        if "worker" in reply:  # the job runs: the signals this process gets are its
-            _forward_signals(reply["worker"])
-            reply, _ = receive(sock)
-    except EOFError:
-        reply = {"status": 1, "error": "the warm-worker server stopped during the job"}
-    finally:
-        sock.close()
-    if reply.get("error"):
-        print(f"motorflow: {reply['error']}", file=sys.stderr)
-    if reply.get("fallback"):
-        return
-    raise SystemExit(reply["status"])
-
-
-# What a job's process would do on these (a train job checkpoints on SIGTERM and
-# SIGUSR1, motorflow._training._preemption), its worker does.
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
-
-
-def _forward_signals(worker: int) -> None:
-    def forward(signum: int, frame: Any) -> None:
-        try:
-            os.kill(worker, signum)
-        except ProcessLookupError:
-            pass  # it ended: its status is on its way
-
-    for signum in FORWARDED:
-        signal.signal(signum, forward)
 
 
 @dataclass

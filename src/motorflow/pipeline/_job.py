@@ -1,0 +1,182 @@
+"""A workflow job as its script sees it: Snakemake's job object, rebuilt from the job's
+command.
+
+The rules run their scripts through a command (``shell:``), not Snakemake's
+``script:`` directive: ``script:`` starts each job with a preamble that imports
+Snakemake's package to unpickle the job object (about 0.2 CPU-s a job, most of what a
+job handed to a warm worker costs; benchmarks/README.md, "A sweep's fixed cost"). The
+command (:func:`job_command`) starts the job client (``_job_client``, standard
+library only) with the script, the job's description (its ``job`` param,
+:func:`describe_job`) and its log; the client hands the job to a warm worker, or runs
+this module in a process of its own. Either way the script gets a :class:`Job` as its ``snakemake``
+global, with the attributes the workflow's scripts read: ``rule``, ``input``,
+``output``, ``params``, ``wildcards``, ``log``, ``threads`` and ``resources``, the
+named ones as Snakemake's named lists (``snakemake.input.model``,
+``snakemake.log[0]``, ``snakemake.params.items()``).
+
+Run as ``python -m motorflow.pipeline._job SCRIPT DESCRIPTION [LOG...]``: the job in
+this process, exiting with its status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+import shlex
+import sys
+import traceback
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLIENT = Path(__file__).with_name("_job_client.py")
+
+
+def job_client(scripts: str | Path) -> str:
+    """The start of every job's command: this interpreter, without ``site``, running
+    the job client with the workflow's scripts folder `scripts`. Each rule passes it as
+    its ``job_client`` param, which :func:`job_command`'s text names, so that the
+    command's text (Snakemake's code rerun trigger) holds no path of this machine."""
+    return shlex.join([sys.executable, "-S", str(CLIENT), str(Path(scripts).resolve())])
+
+
+def job_command(scripts: str | Path, script: str) -> str:
+    """A rule's command (``shell:``) running `script` of the folder `scripts`: the job
+    client (the rule's ``job_client`` param, :func:`job_client`) with the script, its
+    content digest (an edited script changes the command's text, so Snakemake reruns
+    its jobs), the job's ``job`` param (:func:`describe_job`) and its log files, as
+    Snakemake fills them in."""
+    digest = hashlib.sha256((Path(scripts) / script).read_bytes()).hexdigest()[:16]
+    return f"{{params.job_client}} {script} {digest} {{params.job:q}} {{log:q}}"
+
+
+class Names(list[Any]):
+    """Values in order, some named, as Snakemake's ``Namedlist``: a name gives its
+    value by attribute or key, or the sub-list of the values it spans."""
+
+    def __init__(self, values: Iterable[Any] = (), names: Mapping[str, Any] | None = None):
+        super().__init__(values)
+        # name -> [start, end], end None for a single value (Snakemake's own spans)
+        self.__dict__["_spans"] = {name: tuple(span) for name, span in (names or {}).items()}
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any]) -> Names:
+        return cls(mapping.values(), {name: (i, None) for i, name in enumerate(mapping)})
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            start, end = self.__dict__["_spans"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return self[start] if end is None else Names(self[start:end])
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            try:
+                return getattr(self, key)
+            except AttributeError:
+                raise KeyError(key) from None
+        return super().__getitem__(key)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name) if name in self.__dict__["_spans"] else default
+
+    def keys(self) -> Iterable[str]:
+        return self.__dict__["_spans"].keys()
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        for name in self.keys():
+            yield name, getattr(self, name)
+
+    def spans(self) -> dict[str, tuple[int, int | None]]:
+        return dict(self.__dict__["_spans"])
+
+
+def _named(values: Any) -> dict[str, Any]:
+    """A Snakemake named list (or a mapping) as the description holds it."""
+    if isinstance(values, Mapping):
+        values = Names.from_mapping(values)
+    # Snakemake's Namedlist keeps its names' spans as `_get_names()`.
+    spans = values.spans() if isinstance(values, Names) else dict(values._get_names())
+    return {
+        "values": list(values),
+        "names": {name: list(span) for name, span in spans.items()},
+    }
+
+
+def describe_job(
+    rule: str,
+    *,
+    input: Any,
+    output: Any,
+    params: Mapping[str, Any],
+    wildcards: Any,
+    threads: int,
+    resources: Any,
+) -> str:
+    """JSON text of what a job's script reads, but its log (which its command passes
+    apart): each rule's ``job`` param. A params function of the job's input, output,
+    threads or resources, Snakemake leaves it out of its params rerun trigger, so it
+    never reruns a job (its other params, the settings, do)."""
+    description = {
+        "rule": rule,
+        "input": _named(input),
+        "output": _named(output),
+        "params": _named(params),
+        "wildcards": _named(wildcards),
+        "threads": int(threads),
+        "resources": _named(resources),
+    }
+    return json.dumps(description, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a job's script reads as its ``snakemake`` global (see the module)."""
+
+    rule: str
+    input: Names
+    output: Names
+    params: Names
+    wildcards: Names
+    log: Names
+    threads: int
+    resources: Names
+
+    @classmethod
+    def from_command(cls, description: str, log: Iterable[str]) -> Job:
+        """The job of a rule's command: its description (:func:`describe_job`) and log
+        files."""
+        parts = json.loads(description)
+        named = {
+            key: Names(parts[key]["values"], parts[key]["names"])
+            for key in ("input", "output", "params", "wildcards", "resources")
+        }
+        return cls(rule=parts["rule"], log=Names(log), threads=int(parts["threads"]), **named)
+
+
+def run_script(script: str, job: Job) -> int:
+    """Run `script` as its own process would (``__name__ == "__main__"``, `job` as its
+    ``snakemake`` global) and return that process's exit status."""
+    try:
+        runpy.run_path(script, init_globals={"snakemake": job}, run_name="__main__")
+    except SystemExit as exit:
+        if exit.code is None or isinstance(exit.code, int):
+            return exit.code or 0
+        print(exit.code, file=sys.stderr)
+        return 1
+    except BaseException:  # noqa: BLE001 - any failure is the job's, as in a process of its own
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    script, description, *log = argv
+    return run_script(script, Job.from_command(description, log))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
