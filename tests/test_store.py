@@ -53,3 +53,31 @@ def test_writing_replaces_a_store_whole(tmp_path):
     back = mfp.open_dataset(tmp_path / "s.zarr")
     assert list(back.data_vars) == ["b"]
     assert [p.name for p in tmp_path.iterdir()] == ["s.zarr"]
+
+
+def store_files(root):
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.filterwarnings("ignore:The data type")  # zarr's, for str coordinates
+def test_a_small_store_made_in_memory_has_the_files_zarr_writes_itself(tmp_path, monkeypatch):
+    # What the pipeline's stores hold: float and int variables with NaN, string and
+    # float coordinates, JSON attributes, a chunked variable and a compressed one.
+    rng = np.random.default_rng(0)
+    dataset = xr.Dataset(
+        {
+            "pos": (("replicate", "condition", "time"), rng.normal(size=(2, 3, 40))),
+            "count": (("replicate",), np.array([3, 4], dtype="int32")),
+            "error": (("condition",), np.array([0.1, np.nan, 0.3], dtype="float32")),
+        },
+        coords={"condition": ["a", "bb", "ccc"], "time": np.arange(40) * 0.05},
+        attrs={"parameters": '"final"'},
+    )
+    dataset["pos"].attrs["units"] = "m"
+    encoding = {"pos": {"chunks": (1, 3, 20)}}
+    mfp.write_dataset(dataset, tmp_path / "memory.zarr", encoding=encoding)
+    monkeypatch.setattr("motorflow.pipeline._datasets.IN_MEMORY_BYTES", 0)
+    mfp.write_dataset(dataset, tmp_path / "direct.zarr", encoding=encoding)
+    memory, direct = store_files(tmp_path / "memory.zarr"), store_files(tmp_path / "direct.zarr")
+    assert len(memory) > 10 and memory == direct
+    xr.testing.assert_identical(mfp.open_dataset(tmp_path / "memory.zarr"), dataset)
