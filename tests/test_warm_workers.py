@@ -38,6 +38,8 @@ if os.environ.get("JOB_SILENCE"):  # a job's own warning filters are its own
 warnings.warn("shown in every job that shows warnings", UserWarning)
 if os.environ.get("JOB_SLEEP"):
     time.sleep(float(os.environ["JOB_SLEEP"]))
+while os.environ.get("JOB_UNTIL") and not os.path.exists(os.environ["JOB_UNTIL"]):
+    time.sleep(0.05)  # busy until the test lets it end
 if os.environ.get("JOB_HOLD_MIB"):  # memory the job leaves behind in its process
     sys.held = getattr(sys, "held", []) + [b"x" * (int(os.environ["JOB_HOLD_MIB"]) << 20)]
 if os.environ.get("JOB_RAISE"):
@@ -155,15 +157,35 @@ def test_a_job_that_asks_for_a_gpu_keeps_a_process_of_its_own(warm, tmp_path):
 
 
 def sleeping_job(
-    tmp_path: Path, name: str, seconds: float = 120, script_name: str = "job.py"
+    tmp_path: Path,
+    name: str,
+    seconds: float = 120,
+    script_name: str = "job.py",
+    **env: str,
 ) -> tuple[subprocess.Popen, int]:
     """A job's process whose job sleeps in its worker, and the worker's pid."""
-    client = run_job(tmp_path, name, wait=False, script_name=script_name, JOB_SLEEP=str(seconds))
+    client = run_job(
+        tmp_path, name, wait=False, script_name=script_name, JOB_SLEEP=str(seconds), **env
+    )
     deadline = time.monotonic() + 60
     while not (tmp_path / name).exists() or not (tmp_path / name).read_text():
         assert time.monotonic() < deadline and client.poll() is None
         time.sleep(0.1)
     return client, job_record(tmp_path, name)[0]
+
+
+def connected(pid: int, within: float = 60.0) -> bool:
+    """Whether process `pid` holds a socket (the job client: it has reached the server)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if os.readlink(fd).startswith("socket:"):
+                    return True
+            except OSError:
+                pass
+        time.sleep(0.05)
+    return False
 
 
 def test_a_job_whose_process_dies_has_its_worker_killed_and_the_next_job_runs(warm, tmp_path):
@@ -215,16 +237,25 @@ def test_where_no_worker_can_start_each_job_runs_in_its_own_process(tmp_path, mo
         workers.stop()
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="Linux's /proc only")
 def test_a_job_whose_process_dies_while_it_waits_for_a_worker_never_runs(warm, tmp_path):
-    # One core: at most 3 workers, each busy with a job sleeping 10 s; a fourth waits.
-    busy = [sleeping_job(tmp_path, f"busy{index}", seconds=10) for index in range(3)]
+    # One core: at most 3 workers, each busy until released (not for a fixed time: a
+    # loaded machine may take longer than that to start the next workers); a fourth
+    # job waits in the server's queue.
+    release = tmp_path / "release"
+    busy = [
+        sleeping_job(tmp_path, f"busy{index}", seconds=0, JOB_UNTIL=str(release))
+        for index in range(3)
+    ]
     waiting = run_job(tmp_path, "waiting", wait=False)
-    time.sleep(0.5)  # it has reached the server's queue
+    assert connected(waiting.pid)
+    time.sleep(1.0)  # it has sent its job to the server's queue
     waiting.kill()
     waiting.wait()
+    release.touch()
     for client, _ in busy:
         assert client.wait(timeout=60) == 0
-    time.sleep(0.5)
+    time.sleep(1.0)
     # No worker was given the job nobody waits for (and killed for it).
     assert not any(gone(worker, within=0) for _, worker in busy)
     assert not (tmp_path / "waiting").exists()
@@ -233,8 +264,14 @@ def test_a_job_whose_process_dies_while_it_waits_for_a_worker_never_runs(warm, t
 def test_a_job_goes_to_an_idle_worker_that_ran_its_script_before(warm, tmp_path):
     # A worker keeps the compiled programs of the stages it ran: the next train job
     # goes to a worker that trained before, not merely to the first idle one.
-    client_a, worker_a = sleeping_job(tmp_path, "a", seconds=10, script_name="a.py")
-    client_b, worker_b = sleeping_job(tmp_path, "b", seconds=1, script_name="b.py")
+    release = tmp_path / "release"  # both busy at once, however slow a worker's start
+    client_a, worker_a = sleeping_job(
+        tmp_path, "a", seconds=0, script_name="a.py", JOB_UNTIL=str(release)
+    )
+    client_b, worker_b = sleeping_job(
+        tmp_path, "b", seconds=0, script_name="b.py", JOB_UNTIL=str(release)
+    )
+    release.touch()
     assert client_a.wait(timeout=60) == 0 and client_b.wait(timeout=60) == 0
     assert worker_a != worker_b  # both idle now
     for name, worker in (("b", worker_b), ("a", worker_a)):
