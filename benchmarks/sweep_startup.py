@@ -145,9 +145,14 @@ def _measure(workdir: Path, cores: int, warm: bool) -> dict[str, object]:
     wall, load_after = time.perf_counter() - start, os.getloadavg()[0]
     kinds = _per_kind(workdir / "results" / "config", warm)
     n_experiments = len(kinds["train"])
+    jobs = sum(sum(costs) for costs in kinds.values())
     return {
         "cpu_s_per_experiment": cpu / n_experiments,
         "snakemake_own_cpu_s_per_experiment": snakemake_cpu / n_experiments,
+        # What the jobs themselves cost; the rest of the run's CPU-seconds beside
+        # Snakemake's own is the jobs' waiting processes and, with warm workers, the
+        # workers' starts and their work between jobs.
+        "jobs_cpu_s_per_experiment": jobs / n_experiments,
         "wall_s": wall,
         "median_cpu_s_per_job": {k: statistics.median(v) for k, v in sorted(kinds.items())},
         "load_average_1min": [load_before, load_after],
@@ -168,6 +173,7 @@ def _median_of(runs: list[dict[str, object]]) -> dict[str, object]:
         "snakemake_own_cpu_s_per_experiment": median(
             [r["snakemake_own_cpu_s_per_experiment"] for r in runs]
         ),
+        "jobs_cpu_s_per_experiment": median([r["jobs_cpu_s_per_experiment"] for r in runs]),
         "wall_s": median([r["wall_s"] for r in runs]),
         "median_cpu_s_per_job": {
             k: median([r["median_cpu_s_per_job"][k] for r in runs]) for k in kinds

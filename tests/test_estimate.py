@@ -82,6 +82,23 @@ def test_snapshots_that_would_fill_the_disk_are_refused_naming_them():
         check_fits(items, settings, memory=16 * GiB, disk_free=written // 2)
     # A previous run's files in the folder are replaced, so they count as free.
     check_fits(items, settings, memory=16 * GiB, disk_free=written // 2, rewritten=written)
+    check_fits(items, settings, memory=16 * GiB, disk_free=written // 2, rewritten=lambda: written)
+
+
+def test_the_results_folder_is_measured_only_where_the_free_disk_alone_is_too_small():
+    # Every Snakemake run checks; walking a large results folder takes seconds.
+    settings, items = estimates(tiny_config())
+    written = sum(item.total_disk for item in items)
+    measured = []
+
+    def rewritten() -> int:
+        measured.append(True)
+        return written
+
+    check_fits(items, settings, memory=16 * GiB, disk_free=written, rewritten=rewritten)
+    assert not measured
+    check_fits(items, settings, memory=16 * GiB, disk_free=written // 2, rewritten=rewritten)
+    assert measured
 
 
 def test_the_estimate_grows_with_each_size():

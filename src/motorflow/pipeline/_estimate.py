@@ -23,7 +23,7 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -316,12 +316,15 @@ def check_fits(
     *,
     memory: int,
     disk_free: int,
-    rewritten: int = 0,
+    rewritten: int | Callable[[], int] = 0,
 ) -> None:
     """Raise a :class:`ConfigError` naming the key that drives the first estimate that
     cannot fit: a job's peak above both the `memory` of this machine and the memory the
     job asks for (``resources.<stage>.mem_mb``), or the whole config's disk above
-    `disk_free` plus the `rewritten` bytes of a previous run that its jobs replace."""
+    `disk_free` plus the `rewritten` bytes of a previous run that its jobs replace.
+    `rewritten` may be a function giving them, called only where `disk_free` alone
+    cannot hold the run: measuring a large results folder takes seconds, and every
+    Snakemake run checks."""
     for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
         asked = getattr(settings.resources, stage).mem_mb * 10**6
         allowed = max(memory, asked)
@@ -338,7 +341,9 @@ def check_fits(
                     f"or run where the memory is and raise resources.{stage}.mem_mb",
                 )
     total = sum(item.total_disk for item in estimates)
-    if total > disk_free + rewritten:
+    if total > disk_free and total > disk_free + (
+        rewritten() if callable(rewritten) else rewritten
+    ):
         item = max(estimates, key=lambda e: e.total_disk)
         path, value = item.drivers["disk"]
         raise ConfigError(
@@ -387,6 +392,6 @@ def preflight(
         settings,
         memory=machine_memory(),
         disk_free=free_disk(results),
-        rewritten=folder_size(results),
+        rewritten=lambda: folder_size(results),
     )
     return estimates, warnings(estimates, settings)
