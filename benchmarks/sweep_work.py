@@ -70,15 +70,19 @@ def _one_pass(config: dict, out: Path, cost: dict[str, list[float]]) -> None:
             checkpoint_dir=folder / "checkpoints",
             progress=False,
         )
+        # What evaluating and analysing the trained model read or write alike.
+        model_and_states = {
+            "task": experiment.task,
+            "seed": experiment.seed,
+            "model_path": folder / "model",
+            "eval_path": evaluation,
+            "states_path": folder / "states.zarr",
+        }
         timed(
             "evaluate",
             mfp.evaluate_experiment,
             name,
-            task=experiment.task,
-            seed=experiment.seed,
-            model_path=folder / "model",
-            eval_path=evaluation,
-            states_path=folder / "states.zarr",
+            **model_and_states,
             metrics_path=folder / "metrics.zarr",
             table_path=folder / "metrics.csv",
             evaluation=settings.evaluation,
@@ -87,11 +91,7 @@ def _one_pass(config: dict, out: Path, cost: dict[str, list[float]]) -> None:
             "analysis",
             mfp.analyse_experiment,
             name,
-            task=experiment.task,
-            seed=experiment.seed,
-            model_path=folder / "model",
-            eval_path=evaluation,
-            states_path=folder / "states.zarr",
+            **model_and_states,
             analysis_path=folder / "analysis.zarr",
             options=settings.analysis,
         )
