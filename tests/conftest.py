@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -99,9 +104,104 @@ def tiny():
     return TinySetup
 
 
+# One folder for the whole test session, made by the process pytest was started in and
+# inherited by its xdist workers: the compilation cache that every test and every
+# snakemake a test starts shares, and what a session runs once for all its workers.
+SESSION_VARIABLE = "MOTORFLOW_TEST_SESSION"
+
+
+def pytest_configure(config):
+    if not os.environ.get(SESSION_VARIABLE):
+        os.environ[SESSION_VARIABLE] = tempfile.mkdtemp(prefix="motorflow-tests-")
+        config.stash[_MADE_SESSION] = os.environ[SESSION_VARIABLE]
+
+
+def pytest_unconfigure(config):
+    made = config.stash.get(_MADE_SESSION, None)
+    if made:
+        shutil.rmtree(made, ignore_errors=True)
+        os.environ.pop(SESSION_VARIABLE, None)
+
+
+_MADE_SESSION = pytest.StashKey[str]()
+
+
 @pytest.fixture(scope="session", autouse=True)
-def compilation_cache(tmp_path_factory):
-    """Programs compiled once are loaded, not compiled again, by later tests (a temp dir)."""
-    directory = tmp_path_factory.mktemp("jax_cache")
+def compilation_cache():
+    """Programs compiled once are loaded, not compiled again, by later tests, on every
+    worker and in every end-to-end run's jobs (tests/workflow_helpers.write_config)."""
+    directory = Path(os.environ[SESSION_VARIABLE]) / "jax_cache"
     mfp.enable_compilation_cache(directory)
     return directory
+
+
+# What runs where and when. Each test's measured seconds (tests/durations.json, written
+# by tests/record_durations.py) mark the long ones `slow`: `pytest -m fast` is every
+# test that is neither `slow` nor runs the real snakemake (`workflow`). Under xdist a
+# module-scoped fixture is made once, on the one worker that runs every test using it,
+# and the longest groups of tests start first, so that the workers end together.
+SLOW_MARKERS = ("workflow", "slow", "slurm")
+SLOW_SECONDS = 3.0
+MEASURED = json.loads((Path(__file__).with_name("durations.json")).read_text())
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by the `fast` marker, and xdist groups
+def pytest_collection_modifyitems(config, items):
+    groups = _shared_fixture_groups(items)
+    # A test that shares a long fixture is as slow as the test that happened to make it.
+    slow_groups = {
+        groups[item]
+        for item in items
+        if item in groups and MEASURED.get(item.nodeid, 0.0) > SLOW_SECONDS
+    }
+    for item in items:
+        if MEASURED.get(item.nodeid, 0.0) > SLOW_SECONDS or groups.get(item) in slow_groups:
+            item.add_marker(pytest.mark.slow)
+        if not any(item.get_closest_marker(name) for name in SLOW_MARKERS):
+            item.add_marker(pytest.mark.fast)
+        if item in groups:
+            item.add_marker(pytest.mark.xdist_group(groups[item]))
+    # xdist hands the groups out in the order of their first test; a group's tests stay
+    # together, in their order, so its fixtures are made once.
+    seconds: dict[str, float] = {}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        group = groups.get(item, item.nodeid)
+        seconds[group] = seconds.get(group, 0.0) + MEASURED.get(item.nodeid, 0.0)
+        first.setdefault(group, index)
+    order = {item: index for index, item in enumerate(items)}
+
+    def key(item):
+        group = groups.get(item, item.nodeid)
+        return (-seconds[group], first[group], order[item])
+
+    items.sort(key=key)
+
+
+def _shared_fixture_groups(items) -> dict:
+    """Each test's group: its module and the module- or class-scoped fixtures it shares
+    with others there (tests joined by any shared fixture are one group); tests that
+    use none are left out."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    shared_of = {}
+    for item in items:
+        definitions = getattr(item, "_fixtureinfo", None)
+        if definitions is None:
+            continue
+        names = [
+            f"{item.module.__name__}::{name}"
+            for name in item.fixturenames
+            if definitions.name2fixturedefs.get(name)
+            and definitions.name2fixturedefs[name][-1].scope in ("module", "class")
+        ]
+        if names:
+            shared_of[item] = names
+            for name in names[1:]:
+                parent[find(name)] = find(names[0])
+    return {item: find(names[0]) for item, names in shared_of.items()}

@@ -5,23 +5,31 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from workflow_helpers import (
+    REPO,
     assert_same_results,
     make_workdir,
     snakemake,
     snakemake_command,
     snakemake_env,
     tiny_config,
+    train_through_stages,
 )
 
 import motorflow.pipeline as mfp
 
 pytestmark = pytest.mark.workflow
+
+# The library under test, then these tests' helpers (workflow_helpers).
+TESTS_PATH = os.pathsep.join([str(REPO / "src"), str(Path(__file__).parent)])
 
 
 def one_experiment_config() -> dict:
@@ -51,10 +59,19 @@ def reference(tmp_path_factory):
     return workdir
 
 
-def test_two_runs_in_fresh_directories_are_identical(reference, tmp_path):
-    workdir = make_workdir(tmp_path, one_experiment_config())
-    snakemake(workdir)
-    assert_same_results(reference, workdir, ["quiet"])
+# A train job's work, as its script does it (the trial specs, then the train stage),
+# in a process of its own that a kill point can end.
+TRAIN_JOB = """
+import json, sys
+from pathlib import Path
+
+import motorflow.pipeline as mfp
+from workflow_helpers import train_through_stages
+
+config, results, cache = sys.argv[1:]
+mfp.enable_compilation_cache(cache)
+train_through_stages(mfp.resolve_experiments(json.loads(config))["quiet"], Path(results))
+"""
 
 
 @pytest.mark.parametrize(
@@ -74,23 +91,31 @@ def test_two_runs_in_fresh_directories_are_identical(reference, tmp_path):
     ],
 )
 def test_a_killed_train_job_resumes_to_identical_results(
-    reference, tmp_path, kill_at, left_behind, resumes_at
+    reference, tmp_path, compilation_cache, kill_at, left_behind, resumes_at
 ):
-    workdir = make_workdir(tmp_path, one_experiment_config())
-    killed = snakemake(workdir, env={"MOTORFLOW_KILL_AT": kill_at}, check=False)
-    assert killed.returncode != 0
-    assert "Error in rule train" in killed.stderr + killed.stdout
-    experiment = workdir / "results" / "quiet"
-    assert not (experiment / "model").exists() and not (experiment / "history.zarr").exists()
+    # The train stage killed at each point, then run again (as Snakemake's rerun of the
+    # job does), equals the workflow's uninterrupted run. The workflow's own kill and
+    # resume is test_a_killed_snakemake_run_resumes_with_the_same_command.
+    config = json.dumps(one_experiment_config())
+    killed = subprocess.run(  # noqa: PLW1510 - its status is the test's
+        [sys.executable, "-c", TRAIN_JOB, config, str(tmp_path / "results"), str(compilation_cache)],
+        env=snakemake_env({"MOTORFLOW_KILL_AT": kill_at, "PYTHONPATH": TESTS_PATH}),
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    experiment = tmp_path / "results" / "quiet"
+    assert not (experiment / "model").exists()
+    # What Snakemake does before it reruns a failed job: its declared outputs go.
+    for output in ("model", "model_best", "history.zarr"):
+        shutil.rmtree(experiment / output, ignore_errors=True)
     if left_behind is not None:
         assert list(experiment.glob(left_behind)), f"the kill did not land inside {left_behind}"
     checkpointed = newest_checkpoint(experiment)
     assert resumes_at is None or checkpointed == resumes_at
-    # The documented command, here aimed at the train job's outputs: the stages after
-    # it only read them (test_two_runs_in_fresh_directories_are_identical covers those).
-    snakemake(workdir, "results/quiet/model", "results/quiet/history.zarr")
+    train_through_stages(mfp.resolve_experiments(json.loads(config))["quiet"], tmp_path / "results")
     assert resumed_from(experiment) == checkpointed
-    assert_same_results(reference, workdir, ["quiet"], stores_of_each=("history.zarr",))
+    assert_same_results(reference, tmp_path, ["quiet"], stores_of_each=("history.zarr",))
     assert not list(experiment.glob(".*.tmp-*"))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import signal
@@ -59,7 +60,8 @@ def test_concurrent_claims_get_distinct_gpus(tmp_path):
     assert sorted(first + second) == ["0", "1", "2"]
 
 
-def test_a_claim_waits_until_a_job_holding_the_gpus_dies(tmp_path):
+def test_a_claim_waits_until_a_job_holding_the_gpus_dies(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="motorflow")
     holder, held = hold_gpus(2, ["0", "1"], tmp_path)
     assert sorted(held) == ["0", "1"]
     got = []
@@ -70,7 +72,10 @@ def test_a_claim_waits_until_a_job_holding_the_gpus_dies(tmp_path):
         daemon=True,
     )
     waiter.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60
+    while "Waiting for 1 free GPU(s) of 0, 1" not in caplog.text:  # it tried every GPU
+        assert time.monotonic() < deadline and waiter.is_alive(), caplog.text
+        time.sleep(0.01)
     assert not got, "claimed a GPU another job holds"
     holder.send_signal(signal.SIGKILL)  # a killed job must not keep its GPUs
     holder.wait()

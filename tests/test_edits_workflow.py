@@ -8,6 +8,7 @@ weights, one per stage), all edited at once, so one rerun checks them all.
 from __future__ import annotations
 
 import copy
+import os
 import re
 from pathlib import Path
 
@@ -135,7 +136,9 @@ def edited_config(jax_cache: Path) -> dict:
     config["trainings"]["short"]["log"] = {"first": 3, "exponential": {"start": 2}}
     config["trainings"]["short"]["keep_checkpoints"] = 1
     config["trainings"]["short"]["tensorboard"] = True
-    config["jax_cache_dir"] = str(jax_cache)
+    # The session's cache (BASE's) spelled another way: the key's text changes and
+    # nothing may rerun for it, while the jobs and this process share their programs.
+    config["jax_cache_dir"] = os.path.join(jax_cache, "..", jax_cache.name)
     config["resources"]["evaluate"] = {"mem_mb": 1500}
     return config
 

@@ -100,5 +100,14 @@ def test_eprop_records_its_alignment_over_training(tiny):
     result = tiny(
         network={"cell": "leaky"}, n_batches=10, learning={"kind": "eprop", "trace_clip": 5.0}
     ).train()
-    values = result.history["gradient_alignment"][f"{CELL}.weight_in"]
-    assert np.all(np.isfinite(values)) and np.all(np.abs(values) < 0.999)
+    alignment = result.history["gradient_alignment"]
+    values = alignment[f"{CELL}.weight_in"]
+    assert values.shape == (2, 3)  # validations at 0 and 10; 3 replicates
+    # E-prop's update of the unit's weights leaves out the recurrent paths: far from
+    # BPTT's gradient in this untrained network (measured -0.28 to 0.25 over both
+    # validations and 3 replicates, 2026-11-28), recorded anew at each validation; its
+    # readout's update is exact (0.9997 to 1).
+    for name in ("weight_in", "weight_rec", "bias"):
+        assert np.all(np.abs(alignment[f"{CELL}.{name}"]) < 0.9), name
+    assert not np.array_equal(values[0], values[1])
+    np.testing.assert_allclose(alignment["network.readout.weight"], 1.0, atol=1e-3)

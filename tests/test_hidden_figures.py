@@ -211,14 +211,22 @@ def test_a_nan_replicate_draws_without_raising(replicate):
     pca = hidden_pca(states(nan_replicate=1), n_components=2)
     found = fixed_points(np.ones((N_REP, N_TRIALS, 2), bool), nan_replicate=1)
 
-    for fig in (
-        plot_pca_trajectories(pca, replicate=replicate),
-        plot_fixed_points(found, pca, replicate=replicate),
-    ):
+    paths = plot_pca_trajectories(pca, replicate=replicate)
+    points = plot_fixed_points(found, pca, replicate=replicate)
+    for fig in (paths, points):
         render(fig)
-    if replicate == 1:
-        assert markers(fig, "stable") == 0
-        assert "0 fixed points found, 0 stable" in fig.get_suptitle()
+    drawn = [line.get_xydata() for line in paths.axes[0].lines]
+    if replicate == 1:  # the NaN one: nothing to draw, and said so
+        assert markers(points, "stable") == 0
+        assert "0 fixed points found, 0 stable" in points.get_suptitle()
+        assert all(np.isnan(xy).all() for xy in drawn)
+    else:  # the finite one, whole: the other's NaN reaches none of its paths or points
+        assert len(drawn) == N_TRIALS and all(np.isfinite(xy).all() for xy in drawn)
+        own = pca.projection.sel(replicate=0, pc=1).isel(condition=0, trial=0)
+        np.testing.assert_allclose(drawn[0][:, 0], own, rtol=1e-5)
+        # one distinct start a trial, each stable
+        assert markers(points, "stable") == N_TRIALS
+        assert f"{N_TRIALS} fixed points found, {N_TRIALS} stable" in points.get_suptitle()
 
 
 def tuning(*, nan_replicate: int | None = None) -> xr.Dataset:

@@ -6,7 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
-from workflow_helpers import make_workdir, snakemake, tiny_config, write_config
+from workflow_helpers import (
+    copy_project,
+    finished_tiny_pipeline,
+    snakemake,
+    tiny_config,
+    write_config,
+)
 
 from motorflow.pipeline._last_complete import (
     LAST_COMPLETE,
@@ -63,8 +69,7 @@ def test_nothing_is_kept_of_a_folder_without_outputs(tmp_path):
 
 @pytest.mark.workflow
 def test_a_failed_run_keeps_every_output_of_the_last_complete_run(tmp_path):
-    workdir = make_workdir(tmp_path, tiny_config())
-    snakemake(workdir)
+    workdir = copy_project(finished_tiny_pipeline(), tmp_path)
     results = workdir / "results"
     complete = checksums(results)
     # An edit that retrains one experiment, whose train job is then killed (as for

@@ -77,11 +77,48 @@ def test_the_axial_mean_wraps_at_180_degrees():
     assert np.isnan(axial_mean(np.array([np.nan]))[0])
 
 
+def rose(ax) -> np.ndarray:
+    """A rose's bars: the fraction of units per bin, by bin."""
+    return np.array([bar.get_height() for bar in ax.patches])
+
+
 def test_the_comparison_figure_has_a_pooled_rose_and_a_rose_per_replicate(analyses):
     figure = ANALYSES["tuning"].comparison_figure(analyses, replicate=0, title="t")
     polar = [ax for ax in figure.axes if ax.name == "polar"]
     assert len(polar) == len(analyses) * (1 + N_REP)
     assert ANALYSES["tuning"].COMPARES and not ANALYSES["pca"].COMPARES
+    # Each experiment's column: its pooled rose, then one per replicate, in order.
+    pooled, *replicates = polar_of(figure, "bimodal")
+    edges = np.linspace(0, 2 * np.pi, rose(pooled).size + 1)
+    store = analyses["bimodal"].isel(condition=0)
+    tuned = store.preferred_direction.where(store.r_squared >= 0.5).values
+    histogram = np.histogram(tuned[np.isfinite(tuned)], edges)[0]
+    np.testing.assert_allclose(rose(pooled), histogram / histogram.sum())
+    for replicate, ax in enumerate(replicates):
+        own = tuned[replicate][np.isfinite(tuned[replicate])]
+        np.testing.assert_allclose(rose(ax), np.histogram(own, edges)[0] / own.size)
+    # The two modes are the tallest bins; the untuned units, all on the perpendicular,
+    # are not drawn; the axis is drawn solid through them (uniformity rejected).
+    first, second = edges[np.argsort(rose(pooled))[-2:]] + np.pi / rose(pooled).size
+    off_axis = np.mod(np.array([first, second]) - AXIS, np.pi)
+    assert np.degrees(np.minimum(off_axis, np.pi - off_axis)).max() < 15
+    assert np.degrees(abs(np.mod(first - second, 2 * np.pi) - np.pi)) < 30  # one each side
+    perpendicular = int(np.mod(AXIS + np.pi / 2, 2 * np.pi) // (2 * np.pi / rose(pooled).size))
+    assert rose(pooled)[perpendicular] < 0.02
+    (axis_line, _) = pooled.lines
+    assert axis_line.get_xdata()[0] == pytest.approx(AXIS, abs=np.radians(3))
+    assert axis_line.get_linestyle() == "-"
+    uniform_line = polar_of(figure, "uniform")[0].lines[0]
+    assert uniform_line.get_linestyle() == "--"  # uniformity not rejected: dashed
+
+
+def polar_of(figure, experiment: str) -> list:
+    """The roses of `experiment`'s column: the pooled one, then each replicate's."""
+    polar = [ax for ax in figure.axes if ax.name == "polar"]
+    pooled = [ax for ax in polar if ax.get_title().startswith(experiment)]
+    (top,) = pooled
+    start = polar.index(top)
+    return polar[start : start + 1 + N_REP]
 
 
 def test_the_arms_mobility_is_largest_across_the_forearm():

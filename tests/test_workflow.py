@@ -27,6 +27,8 @@ from workflow_helpers import (
     REPO,
     assert_same_results,
     at,
+    copy_project,
+    finished_tiny_pipeline,
     make_workdir,
     planned_jobs,
     snakemake,
@@ -42,10 +44,9 @@ pytestmark = pytest.mark.workflow
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
-    """A workdir where the tiny pipeline has run to completion."""
-    workdir = make_workdir(tmp_path_factory.mktemp("pipeline"), tiny_config())
-    snakemake(workdir)
-    return workdir
+    """A workdir where the tiny pipeline has run to completion (this module's copy of
+    the session's run)."""
+    return copy_project(finished_tiny_pipeline(), tmp_path_factory.mktemp("pipeline"))
 
 
 # The tiny config's protocol draws both experiments: it is redrawn whenever either reruns.

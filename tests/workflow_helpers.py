@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import os
 import re
 import shutil
@@ -85,7 +86,40 @@ class _NoAliasDumper(yaml.SafeDumper):
         return True
 
 
+def session_folder() -> Path:
+    """The test session's shared folder (tests/conftest.py), on every xdist worker."""
+    return Path(os.environ["MOTORFLOW_TEST_SESSION"])
+
+
+def finished_tiny_pipeline() -> Path:
+    """A project where the tiny config's pipeline has run to completion: run once per
+    test session for all its xdist workers (the first to ask runs it, the others wait
+    on the lock). Shared: read it, or change a :func:`copy_project` of it."""
+    folder = session_folder() / "tiny_pipeline"
+    with open(session_folder() / "tiny_pipeline.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or its process dies
+        if not (folder / ".complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            snakemake(make_workdir(folder, tiny_config()))
+            (folder / ".complete").touch()
+    return folder
+
+
+def copy_project(project: Path, destination: Path) -> Path:
+    """A copy of `project` as finished as it was: files keep their times, and the jobs'
+    records in .snakemake name no machine path (a moved project reruns nothing:
+    tests/test_workflow.py)."""
+    shutil.copytree(project, destination, symlinks=True, dirs_exist_ok=True)
+    (destination / ".complete").unlink(missing_ok=True)
+    return destination
+
+
 def write_config(workdir: Path, config: dict, name: str = "config/config.yaml") -> Path:
+    """`config` as the file `name` of `workdir`; its jobs compile into the session's
+    shared cache unless it names a cache of its own (each end-to-end run's jobs compiled
+    every program anew in a cache of their own workdir)."""
+    if "jax_cache_dir" not in config:
+        config = {**config, "jax_cache_dir": str(session_folder() / "jax_cache")}
     target = workdir / name
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.dump(config, Dumper=_NoAliasDumper, sort_keys=False))
