@@ -137,17 +137,29 @@ def compilation_cache():
 
 # What runs where and when. Each test's measured seconds (tests/durations.json, written
 # by tests/record_durations.py) mark the long ones `slow`: `pytest -m fast` is every
-# test that is neither `slow` nor runs the real snakemake (`workflow`). Under xdist a
-# module-scoped fixture is made once, on the one worker that runs every test using it,
-# and the longest groups of tests start first, so that the workers end together.
+# test that is neither `slow` nor runs the real snakemake (`workflow`). Under xdist the
+# tests sharing a module- or class-scoped fixture run on one worker, so the fixture is
+# made once, and the longest groups of tests start first, so that the workers end
+# together. (xdist's own `xdist_group` marks do not group under pytest 9, whose node ids
+# no longer read the suffix xdist writes: SharedFixtureScheduling below does it.)
 SLOW_MARKERS = ("workflow", "slow", "slurm")
 SLOW_SECONDS = 3.0
 MEASURED = json.loads((Path(__file__).with_name("durations.json")).read_text())
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m selects by the `fast` marker, and xdist groups
+@pytest.hookimpl(wrapper=True)  # before every other hook: -m selects by `fast`
 def pytest_collection_modifyitems(config, items):
     groups = _shared_fixture_groups(items)
+    _mark_and_order(items, groups)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:  # for the scheduler in the controller, read once every worker collected
+        _write_json(
+            _groups_file(worker), {item.nodeid: group for item, group in groups.items()}
+        )
+    return (yield)
+
+
+def _mark_and_order(items, groups: dict) -> None:
     # A test that shares a long fixture is as slow as the test that happened to make it.
     slow_groups = {
         groups[item]
@@ -159,10 +171,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if not any(item.get_closest_marker(name) for name in SLOW_MARKERS):
             item.add_marker(pytest.mark.fast)
-        if item in groups:
-            item.add_marker(pytest.mark.xdist_group(groups[item]))
-    # xdist hands the groups out in the order of their first test; a group's tests stay
-    # together, in their order, so its fixtures are made once.
+    # The scheduler hands the groups out in the order of their first test; a group's
+    # tests stay together, in their order, so its fixtures are made once.
     seconds: dict[str, float] = {}
     first: dict[str, int] = {}
     for index, item in enumerate(items):
@@ -176,6 +186,36 @@ def pytest_collection_modifyitems(config, items):
         return (-seconds[group], first[group], order[item])
 
     items.sort(key=key)
+
+
+def _groups_file(worker: str) -> Path:
+    return Path(os.environ[SESSION_VARIABLE]) / f"groups-{worker}.json"
+
+
+def _write_json(path: Path, value) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(value))
+    partial.replace(path)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        """xdist's scheduling by scope, a scope being a group of tests that share a
+        fixture (as the workers wrote them) or else one test."""
+
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # every worker has collected, each wrote the same
+                written = sorted(Path(os.environ[SESSION_VARIABLE]).glob("groups-*.json"))
+                self.groups = json.loads(written[0].read_text()) if written else {}
+            return self.groups.get(nodeid, nodeid)
+
+    return SharedFixtureScheduling(config, log)
 
 
 def _shared_fixture_groups(items) -> dict:
