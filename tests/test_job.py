@@ -3,10 +3,13 @@ read Snakemake's own job object; the command's text changes with the script."""
 
 from __future__ import annotations
 
+import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from snakemake.iocontainers import InputFiles, OutputFiles, Params, ResourceList, Wildcards
 
 import motorflow.pipeline as mfp
@@ -98,3 +101,63 @@ def test_a_job_in_a_process_of_its_own_exits_with_its_scripts_status(tmp_path):
     )
     assert done.returncode == 4, done.stderr
     assert (tmp_path / "out.txt").read_text() == "quiet"
+
+
+def test_a_job_of_a_thousand_experiments_runs_from_one_shell_command(tmp_path):
+    """A figure of every experiment of a 1,000-experiment sweep: its description is
+    about three times what Linux allows one argument (MAX_ARG_STRLEN, 131,072 bytes),
+    and Snakemake hands the whole command to `bash -c` as one argument."""
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "stage.py").write_text(
+        "open(snakemake.output.out, 'w').write('\\n'.join(snakemake.input))\n"
+    )
+    names = [f"quiet_seed-{i // 27:02d}_noise-{0.01 * (i % 27):.2f}" for i in range(1000)]
+    histories = [f"results/default/experiments/{name}/history.zarr" for name in names]
+    metrics = [f"results/default/experiments/{name}/metrics.zarr" for name in names]
+    text = mfp.describe_job(
+        rule="stage",
+        input=named(
+            InputFiles, histories + metrics, {"histories": (0, 1000), "metrics": (1000, 2000)}
+        ),
+        output={"out": "out.txt"},
+        params=PARAMS,
+        wildcards={},
+        threads=1,
+        resources={"gpu": 0},
+    )
+    assert len(text) > 131_072
+    work = tmp_path / "work"
+    work.mkdir()
+    folder = work / ".snakemake" / "motorflow-jobs"
+    argument = mfp.job_argument(text, folder)
+    assert len(argument) < 1000 and mfp.job_argument(text, folder) == argument  # one file
+    # As the rule's command: the client's start, then what job_command's text names.
+    command = (
+        mfp.job_command(scripts, "stage.py")
+        .replace("{params.job_client}", mfp.job_client(scripts))
+        .replace("{params.job:q}", shlex.quote(argument))
+        .replace("{log:q}", "")
+    )
+    done = subprocess.run(
+        ["bash", "-c", command],
+        cwd=work,
+        check=False,
+        capture_output=True,
+        text=True,
+        env={
+            "PYTHONPATH": str(REPO / "src"),
+            "PATH": os.environ["PATH"],
+            "MOTORFLOW_WARM_WORKERS": "0",  # the job's own process: its command starts it
+        },
+    )
+    assert done.returncode == 0, done.stderr
+    assert (work / "out.txt").read_text().split("\n") == histories + metrics
+
+
+def test_a_short_description_is_its_own_argument_and_a_missing_file_is_named(tmp_path):
+    text = mfp.describe_job("train", params=PARAMS, threads=2, **SNAKEMAKE)
+    assert mfp.job_argument(text, tmp_path) == text and not any(tmp_path.iterdir())
+    missing = "@" + str(tmp_path / "gone.json")
+    with pytest.raises(FileNotFoundError, match="gone.json is missing.*run snakemake again"):
+        Job.from_command(missing, [])

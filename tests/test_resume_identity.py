@@ -1,11 +1,16 @@
 """Resume state that cannot be misapplied: a checkpoint is resumed only by the identical run."""
 
+import os
+import subprocess
+import sys
+
 import jax
 import numpy as np
 import pytest
 from conftest import assert_trees_equal, tiny_task, tiny_train_config
 
 import motorflow as mf
+from motorflow._training._folder_lock import CheckpointsInUseError
 
 BASE_MODEL = {
     "network": {"hidden_size": 6, "hidden_noise_std": 0.02},
@@ -165,3 +170,32 @@ def test_a_foreign_file_inside_a_store_is_refused(tmp_path):
     with pytest.raises(mf.ForeignFilesError, match="mine.txt"):
         train_model({}, tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+HOLD = """
+import sys, time
+import motorflow as mf
+checkpoints = mf.CheckpointStore(sys.argv[1]).open("0123456789abcdef", fingerprint={"run": 1})
+print("holding", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_second_training_in_a_checkpoint_directory_is_refused_until_the_first_ends(tmp_path):
+    first = mf.CheckpointStore(tmp_path).open("0123456789abcdef", fingerprint={"run": 1})
+    with pytest.raises(CheckpointsInUseError, match=f"{os.getpid()}.*wait for that one to end"):
+        train_model({}, tmp_path)
+    first.close()
+    train_model({}, tmp_path)  # the directory is free again, and nothing of it was lost
+    # A training that is killed (SIGKILL: no clean-up of its own) leaves no lock held.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        with pytest.raises(CheckpointsInUseError, match=f"process {holder.pid} "):
+            train_model({}, tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert train_model({}, tmp_path).record["resumed_from_batch"] > 0

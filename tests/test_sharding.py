@@ -1,6 +1,7 @@
 """The replicate axis spread over several devices gives the results of one device."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,28 @@ def train_on(n_devices, tmp_path, n_replicates, shared=False, controls=None):
         checkpoints=str(tmp_path / f"ckpt-{n_devices}-{n_replicates}-{shared}"),
         out=str(out),
     )
-    env = {**os.environ, "XLA_FLAGS": f"--xla_force_host_platform_device_count={n_devices}"}
+    # Every program XLA compiles, as it runs it (the persistent cache would skip them).
+    programs = tmp_path / f"programs-{n_devices}-{n_replicates}-{shared}"
+    flags = f"--xla_force_host_platform_device_count={n_devices} --xla_dump_to={programs}"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_ENABLE_COMPILATION_CACHE": "false"}
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
-    return dict(np.load(out))
+    return {**np.load(out), "collectives": collectives(programs)}
+
+
+COLLECTIVE = re.compile(
+    r"= [^=]*\b(all-gather|all-reduce|all-to-all|collective-permute|reduce-scatter)(-start)?\("
+)
+
+
+def collectives(programs: Path) -> dict[str, list[str]]:
+    """Each compiled program that exchanges data between devices, and its exchanges."""
+    found = {}
+    for program in sorted(programs.glob("*after_optimizations.txt")):
+        ops = sorted({match.group(1) for match in COLLECTIVE.finditer(program.read_text())})
+        if ops:
+            found[program.name] = ops
+    assert any(programs.glob("*run_chunk*after_optimizations.txt")), "no program was dumped"
+    return found
 
 
 # Training controls that mask the optimizer per batch (stages, a matrix changed only by
@@ -64,6 +84,9 @@ def test_two_devices_train_bit_identically_to_one(tmp_path, n_replicates, shared
     two = train_on(2, tmp_path, n_replicates, shared, controls)
     assert two["n_devices"] == 2 and two["mesh"] == 2 and two["padded"] == padded
     assert one["mesh"] == 0
+    # Replicates are independent: no program waits on another device (a collective's
+    # rendezvous, which XLA aborts when a busy machine starves one device's thread).
+    assert two.pop("collectives") == {} == one.pop("collectives")
     assert one.keys() == two.keys()
     for name in one:
         if name.startswith("leaf"):

@@ -7,8 +7,12 @@ tests/test_workflow.py."""
 from __future__ import annotations
 
 import os
+import pickle
+import select
 import shlex
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import textwrap
@@ -18,7 +22,7 @@ from pathlib import Path
 import pytest
 
 import motorflow.pipeline as mfp
-from motorflow.pipeline._warm_protocol import SOCKET_VARIABLE
+from motorflow.pipeline._warm_protocol import SECRET_VARIABLE, SOCKET_VARIABLE, receive, send
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,10 +64,18 @@ def warm():
 
 
 def run_job(
-    tmp_path: Path, name: str, *, wait: bool = True, script_name="job.py", gpus=0, **env: str
+    tmp_path: Path,
+    name: str,
+    *,
+    wait: bool = True,
+    script_name="job.py",
+    gpus=0,
+    padding=0,
+    **env: str,
 ):
     """Start the job's process (as Snakemake would) running the script `script_name`;
-    with `wait`, its result."""
+    with `wait`, its result. A description longer than a command's argument may be
+    (`padding` characters more) is written below the folder the test runs in."""
     script = tmp_path / script_name
     script.write_text(SCRIPT)
     workdir = tmp_path / "work"
@@ -73,12 +85,13 @@ def run_job(
         rule="fake",
         input={},
         output={"record": str(tmp_path / name)},
-        params={},
+        params={"padding": "x" * padding} if padding else {},
         wildcards={},
         threads=1,
         resources={"gpu": gpus},
     )
-    command = [*shlex.split(mfp.job_client(tmp_path)), script_name, "0", description]
+    argument = mfp.job_argument(description)
+    command = [*shlex.split(mfp.job_client(tmp_path)), script_name, "0", argument]
     client = subprocess.Popen(
         command,
         cwd=workdir,
@@ -131,6 +144,18 @@ def test_a_handed_over_job_keeps_its_status_output_environment_and_directory(war
     # Both ran in the same warm worker, not in the job's own process.
     assert pid_1 == pid_2 and pid_1 not in (first.args, second.args)
     assert (cwd_1, var_1, var_2) == (str(tmp_path / "work"), "first", "second")
+
+
+def test_a_description_too_long_for_a_command_reaches_the_worker_in_its_file(
+    warm, tmp_path, monkeypatch
+):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")  # Snakemake's folder: the file is found from it
+    done = run_job(tmp_path, "long", padding=200_000)
+    assert done.returncode == 0, done.stderr
+    assert [path.suffix for path in (tmp_path / "work" / ".snakemake").rglob("*.*")] == [".json"]
+    pid, cwd, _ = job_record(tmp_path, "long")
+    assert pid != done.args and cwd == str(tmp_path / "work")  # a worker ran it there
 
 
 def test_a_failing_job_reports_its_traceback_and_status_one(warm, tmp_path):
@@ -329,3 +354,63 @@ def test_a_worker_whose_memory_grew_past_its_allowance_is_replaced(tmp_path):
         workers.stop()
     assert pids[0] == pids[1] == pids[2]  # 20 MiB held: within the allowance
     assert pids[3] != pids[2]  # 170 MiB held: the worker was replaced after that job
+
+
+def test_a_busy_worker_ends_with_its_server_however_the_server_ends(warm, tmp_path):
+    client, worker = sleeping_job(tmp_path, "orphaned")
+    warm.process.kill()  # no clean-up of its own: its workers must see it go
+    warm.process.wait()
+    assert gone(worker)  # not training on after its run, beside the next run's trainer
+    client.kill()
+    client.wait()
+
+
+class Unpickled:
+    """What a pickle-reading server would run as it read this message."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_the_server_takes_only_its_runs_jobs_as_data_and_waits_on_no_client(warm, tmp_path):
+    def connected() -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.environ[SOCKET_VARIABLE])
+        return sock
+
+    def job(**changes) -> dict:
+        fields = {"script": "x.py", "description": "{}", "log": [], "cwd": str(tmp_path)}
+        return {**fields, "environ": {}, "key": [1], "secret": secret, **changes}
+
+    secret = os.environ[SECRET_VARIABLE]
+    marker = tmp_path / "unpickled"
+    pickled = pickle.dumps(Unpickled(marker))
+    silent, half, garbage, unpickling = (connected() for _ in range(4))
+    half.sendall(struct.pack("!Q", 100) + b'{"script": "x')
+    garbage.sendall(b"GET / HTTP/1.1\r\n\r\n")
+    unpickling.sendall(struct.pack("!Q", len(pickled)) + pickled)
+    refused = {}
+    for name, message in {
+        "another run's": job(secret="0" * 32),
+        "keyless": {k: v for k, v in job().items() if k != "key"},
+        "malformed": job(key=["two"]),
+    }.items():
+        sock = connected()
+        send(sock, message, fds=(sys.stdout.fileno(), sys.stderr.fileno()))
+        refused[name], _ = receive(sock)
+        sock.close()
+    assert all(reply["fallback"] for reply in refused.values())  # each runs by itself
+    assert "another run" in refused["another run's"]["error"]
+    assert "without key" in refused["keyless"]["error"]
+    done = run_job(tmp_path, "after")
+    assert done.returncode == 0, done.stderr
+    assert job_record(tmp_path, "after")[0] != done.args  # the server still hands out jobs
+    assert not marker.exists()  # what came was read as data, never run
+    # It never waited on the client that sent nothing nor on the one that sent half a
+    # message: it has not given up on them (they are still open at its end).
+    assert select.select([silent, half], [], [], 0)[0] == []
+    for sock in (silent, half, garbage, unpickling):
+        sock.close()

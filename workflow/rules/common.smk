@@ -212,9 +212,9 @@ def job_params(name, wildcard=None, **params):
     """The params of the rule `name`, which are its settings (`setting_params`),
     `params`, and two its command passes on, `job_client`, the start of the command
     (this machine's paths), and `job`, the job as its script reads it
-    (`mfp.describe_job`). Both are functions
-    of the job's input, which Snakemake leaves out of its params rerun trigger: only
-    the settings and `params` rerun a job."""
+    (`mfp.describe_job`; in a file below .snakemake/ when long, `mfp.job_argument`).
+    Both are functions of the job's input, which Snakemake leaves out of its params
+    rerun trigger: only the settings and `params` rerun a job."""
     params = {**setting_params(name, wildcard), **params}
 
     def describe(wildcards, input, output, threads, resources):
@@ -222,7 +222,7 @@ def job_params(name, wildcard=None, **params):
             key: value(wildcards) if callable(value) else value
             for key, value in params.items()
         }
-        return mfp.describe_job(
+        description = mfp.describe_job(
             name,
             input=input,
             output=output,
@@ -231,6 +231,7 @@ def job_params(name, wildcard=None, **params):
             threads=threads,
             resources=resources,
         )
+        return mfp.job_argument(description)
 
     return {
         **params,

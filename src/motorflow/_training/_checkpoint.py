@@ -26,6 +26,7 @@ from typing import Any, Self
 import jax
 
 from .._orbax import orbax_checkpoint, restore_target
+from ._folder_lock import LOCK_NAME, FolderLock
 
 logger = logging.getLogger("motorflow")
 
@@ -107,7 +108,7 @@ class CheckpointStore:
             _write_json(self._record, {"format": _STORE_FORMAT, "outputs_from": None})
 
     def _is_ours(self, name: str) -> bool:
-        if name in (_STORE_RECORD, f"{_STORE_RECORD}.tmp"):
+        if name in (_STORE_RECORD, f"{_STORE_RECORD}.tmp", LOCK_NAME):
             return True
         path = self.directory / name
         return bool(_RUN_NAME.match(name)) and path.is_dir() and _owned_run_dir(path)
@@ -146,16 +147,23 @@ class CheckpointStore:
     ) -> Checkpoints:
         """The checkpoints of run `run_id`; `fresh` removes what it had first.
 
-        Opening a run marks it as the most recently used and removes the checkpoints
-        of runs beyond the newest `keep_runs`.
+        The store is this process's to write until the checkpoints close: opening it
+        while another training writes it raises ``CheckpointsInUseError``. Opening a
+        run marks it as the most recently used and removes the checkpoints of runs
+        beyond the newest `keep_runs`.
         """
         name = run_id[:16]
         if not _RUN_NAME.match(name):
             raise ValueError(f"a run id is a hex digest of at least 16 characters, got {run_id!r}")
-        path = self.directory / name
-        if fresh and path.exists():
-            shutil.rmtree(path)
-        checkpoints = Checkpoints(path, fingerprint=fingerprint, keep=keep)
+        lock = FolderLock(self.directory)
+        try:
+            path = self.directory / name
+            if fresh and path.exists():
+                shutil.rmtree(path)
+            checkpoints = Checkpoints(path, fingerprint=fingerprint, keep=keep, lock=lock)
+        except BaseException:
+            lock.release()
+            raise
         os.utime(path / _RUN_RECORD, ns=(time.time_ns(), time.time_ns()))
         for old in self.runs()[: -self.keep_runs]:
             if old != name:
@@ -188,10 +196,19 @@ class Checkpoints:
       anything is written; a non-empty directory that motorflow did not write is
       refused with :class:`ForeignFilesError`.
     - `keep`: how many of the newest steps to keep (the best is kept as well).
+    - `lock`: the store's lock (`CheckpointStore.open`), released by :meth:`close`.
     """
 
-    def __init__(self, directory: str | Path, *, fingerprint: dict[str, Any], keep: int = 2):
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        fingerprint: dict[str, Any],
+        keep: int = 2,
+        lock: FolderLock | None = None,
+    ):
         self.directory = Path(directory).absolute()
+        self._lock = lock  # the store's, released as these close
         self._claim(fingerprint)
         self._drop_unreadable_metrics()
         ocp = self._ocp = orbax_checkpoint()
@@ -261,8 +278,13 @@ class Checkpoints:
         self.close()
 
     def close(self) -> None:
-        """Wait for pending asynchronous saves and release the manager."""
-        self._manager.close()
+        """Wait for pending asynchronous saves and release the manager (and the
+        store's lock)."""
+        try:
+            self._manager.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()

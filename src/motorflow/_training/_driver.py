@@ -240,8 +240,11 @@ def train(
             for start, stop in plan.chunks(done):
                 kill_point("chunk")
                 with timer.chunk(stop - start):
-                    new_state, records = trainer.run_chunk(
-                        trainer.layout.place(state), *_chunk_inputs(host_trials, start, stop, plan)
+                    new_state, records = trainer.unpad_chunk(
+                        *trainer.run_chunk(
+                            trainer.layout.place(state),
+                            *_chunk_inputs(host_trials, start, stop, plan),
+                        )
                     )
                     records = _first(records, stop - start)
                 losses = records.loss

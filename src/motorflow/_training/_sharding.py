@@ -1,10 +1,13 @@
 """Spread the replicate axis over the devices JAX sees (CPU cores, GPUs).
 
 Replicates are independent, so splitting their axis needs no communication: each
-device trains its share. A count that does not divide evenly is padded with copies
-of the first replicates inside the compiled program (their results are dropped),
-so every device is used whatever the count, and the state outside keeps exactly
-the real replicates.
+device trains its share, and no compiled program holds a collective (an all-gather
+across CPU devices is a rendezvous of their threads, which XLA aborts after 40 s when
+a busy machine starves one; tests/test_sharding.py reads every compiled program). A
+count that does not divide evenly is padded with copies of the first replicates
+inside the compiled program, so every device is used whatever the count; the copies
+are dropped on the host (:meth:`ReplicateLayout.unpad`), so the state outside keeps
+exactly the real replicates.
 """
 
 from __future__ import annotations
@@ -48,12 +51,19 @@ class ReplicateLayout(eqx.Module):
         extra = self.n_padded - self.n_replicates
         sharding = NamedSharding(self.mesh, PartitionSpec(*([None] * axis), "replicate"))
 
+        whole = NamedSharding(self.mesh, PartitionSpec())
+
         def one(leaf):
             if not eqx.is_array(leaf):
                 return leaf
             if extra:
+                # Padded whole on every device, then each keeps its share: left to
+                # itself, XLA would split the concatenation across the devices and
+                # exchange its parts (all-to-all, a collective).
+                leaf = jax.lax.with_sharding_constraint(leaf, whole)
                 copies = jax.lax.slice_in_dim(leaf, 0, extra, axis=axis)
                 leaf = jnp.concatenate([leaf, copies], axis=axis)
+                leaf = jax.lax.with_sharding_constraint(leaf, whole)
             return jax.lax.with_sharding_constraint(leaf, sharding)
 
         return jax.tree.map(one, tree)
@@ -80,13 +90,17 @@ class ReplicateLayout(eqx.Module):
 
         return wrapped
 
-    def gather(self, tree: Any, *, axis: int = 0) -> Any:
-        """Inside a compiled function: drop the padding of `axis` again."""
+    def unpad(self, tree: Any, *, axis: int = 0) -> Any:
+        """Outside compiled code: `tree` (the output of a compiled function, padded along
+        `axis`) with the real replicates only, on one device. The shards are copied to
+        the host one by one and cut there: cutting inside the compiled function would
+        gather the axis across devices, a collective whose rendezvous XLA aborts when a
+        busy machine starves one device's thread for 40 s."""
         if self.n_padded == self.n_replicates:
             return tree
         return jax.tree.map(
             lambda leaf: (
-                jax.lax.slice_in_dim(leaf, 0, self.n_replicates, axis=axis)
+                jnp.asarray(np.take(np.asarray(leaf), np.arange(self.n_replicates), axis=axis))
                 if eqx.is_array(leaf)
                 else leaf
             ),

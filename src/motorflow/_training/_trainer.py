@@ -353,7 +353,9 @@ class Trainer(eqx.Module):
         `(chunk, replicate, trial, ...)`. `rule_flags` say which update rules run after
         each batch (None: all).
 
-        Returns the new state and the :class:`BatchRecords`.
+        Returns the new state and the :class:`BatchRecords`, still padded along the
+        replicate axis where the replicates are spread unevenly over several devices
+        (:meth:`unpad_chunk` drops the padding).
         """
 
         spread = self.layout.spread
@@ -399,7 +401,11 @@ class Trainer(eqx.Module):
             spread((state.params, state.opt_state, state.learning_state, state.diverged_at)),
             (active, trials, batch_index, rule_flags),
         )
-        params, opt_state, learning_state, diverged_at = self.layout.gather(carry)
+        # Still padded where the count does not divide over the devices: dropping the
+        # padding here would gather the replicate axis across devices (a collective,
+        # whose rendezvous a busy machine can starve until XLA aborts the process);
+        # `unpad_chunk` drops it on the host instead.
+        params, opt_state, learning_state, diverged_at = carry
         n_done = jnp.sum(active, dtype=state.step.dtype)
         new_state = eqx.tree_at(
             lambda s: (s.params, s.opt_state, s.learning_state, s.diverged_at, s.step),
@@ -407,8 +413,23 @@ class Trainer(eqx.Module):
             (params, opt_state, learning_state, diverged_at, state.step + n_done),
             is_leaf=lambda x: x is None,
         )
-        per_replicate = self.layout.gather((records.loss, records.grad_norm), axis=1)
-        return new_state, BatchRecords(*per_replicate, records.learning_rate)
+        return new_state, records
+
+    def unpad_chunk(
+        self, state: TrainState, records: BatchRecords
+    ) -> tuple[TrainState, BatchRecords]:
+        """What :meth:`run_chunk` returned, with the replicate axis of its parts per
+        replicate cut back to the real replicates (the padding that spreads a count
+        over the devices dropped, on the host: no collective across devices)."""
+        unpad = self.layout.unpad
+        state = eqx.tree_at(
+            lambda s: (s.params, s.opt_state, s.learning_state, s.diverged_at),
+            state,
+            unpad((state.params, state.opt_state, state.learning_state, state.diverged_at)),
+            is_leaf=lambda x: x is None,
+        )
+        per_replicate = unpad((records.loss, records.grad_norm), axis=1)
+        return state, BatchRecords(*per_replicate, records.learning_rate)
 
     def alignment(self, params, learning_state, trials: Trials, key) -> dict[str, Array]:
         """Per trained array (by its :func:`named_arrays` path), `(replicate,)`: the

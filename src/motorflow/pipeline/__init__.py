@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._grid import grid_point_names
     from ._invocation import job_invocation, note_workflow_command
     from ._job import describe_job, job_client, job_command
+    from ._job_argument import job_argument
     from ._job_settings import (
         evaluate_job_settings,
         flatten_settings,
@@ -126,6 +127,7 @@ __all__ = [
     "grid_point_names",
     "grid_points",
     "is_arm",
+    "job_argument",
     "job_client",
     "job_command",
     "job_invocation",

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._job_argument import read_job_argument
+
 CLIENT = Path(__file__).with_name("_job_client.py")
 
 
@@ -119,7 +121,8 @@ def describe_job(
     """JSON text of what a job's script reads, but its log (which its command passes
     apart): each rule's ``job`` param. A params function of the job's input, output,
     threads or resources, Snakemake leaves it out of its params rerun trigger, so it
-    never reruns a job (its other params, the settings, do)."""
+    never reruns a job (its other params, the settings, do). The command gets it as
+    ``_job_argument.job_argument`` of it: a long one travels in a file."""
     description = {
         "rule": rule,
         "input": _named(input),
@@ -147,9 +150,9 @@ class Job:
 
     @classmethod
     def from_command(cls, description: str, log: Iterable[str]) -> Job:
-        """The job of a rule's command: its description (:func:`describe_job`) and log
-        files."""
-        parts = json.loads(description)
+        """The job of a rule's command: its description's argument (:func:`describe_job`,
+        inline or in a file: ``_job_argument``) and log files."""
+        parts = json.loads(read_job_argument(description))
         named = {
             key: Names(parts[key]["values"], parts[key]["names"])
             for key in ("input", "output", "params", "wildcards", "resources")

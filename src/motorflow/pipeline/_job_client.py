@@ -9,9 +9,9 @@ SCRIPTS is the workflow's scripts folder and SCRIPT the job's script in it; DIGE
 the script's content digest, there only so that the command's text changes with the
 script (Snakemake reruns a rule's jobs when their command's text changes: an edited
 script reruns its jobs); DESCRIPTION is the job's ``job`` param
-(``_job.describe_job``). It imports only the standard library (``-S``: not even
-``site``), so a job's process costs 0.05-0.07 CPU-s before it hands over, where
-Snakemake's ``script:`` preamble cost 0.2-0.25.
+(``_job.describe_job``), inline or in a file (``_job_argument``). It imports only the
+standard library (``-S``: not even ``site``), so a job's process costs 0.05-0.07 CPU-s
+before it hands over, where Snakemake's ``script:`` preamble cost 0.2-0.25.
 
 Where the run has a warm-worker server (its socket in ``MOTORFLOW_WARM_WORKERS``) and
 the job asks for no GPU, the job goes to the server with this process's environment,
@@ -33,9 +33,16 @@ import sys
 from typing import Any
 
 if __package__:
-    from ._warm_protocol import SOCKET_VARIABLE, receive, send
-else:  # run as a file (the jobs' commands): the protocol module lies beside it
-    from _warm_protocol import SOCKET_VARIABLE, receive, send  # type: ignore[no-redef]
+    from ._job_argument import read_job_argument
+    from ._warm_protocol import SECRET_VARIABLE, SOCKET_VARIABLE, receive, send
+else:  # run as a file (the jobs' commands): the modules it uses lie beside it
+    from _job_argument import read_job_argument  # type: ignore[no-redef]
+    from _warm_protocol import (  # type: ignore[no-redef]
+        SECRET_VARIABLE,
+        SOCKET_VARIABLE,
+        receive,
+        send,
+    )
 
 # What a job's process would do on these (a train job checkpoints on SIGTERM and
 # SIGUSR1, motorflow._training._preemption), its worker does.
@@ -66,7 +73,13 @@ def hand_over(job: dict[str, Any], key: tuple[int]) -> int | None:
     except OSError:  # no server here (another machine, or it has stopped)
         sock.close()
         return None
-    message = {**job, "cwd": os.getcwd(), "environ": dict(os.environ), "key": key}
+    message = {
+        **job,
+        "secret": os.environ.get(SECRET_VARIABLE, ""),
+        "cwd": os.getcwd(),
+        "environ": dict(os.environ),
+        "key": list(key),
+    }
     send(sock, message, fds=(sys.stdout.fileno(), sys.stderr.fileno()))
     try:
         reply, _ = receive(sock)
@@ -96,9 +109,10 @@ def _forward_signals(worker: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    # The description's argument, not its text, is passed on: it stays short.
     scripts, script, _digest, description, *log = argv
     path = os.path.join(os.path.abspath(scripts), script)
-    parts = json.loads(description)
+    parts = json.loads(read_job_argument(description))
     if not int(_resource(parts, "gpu") or 0):  # a GPU job claims its GPUs for its process
         job = {"script": path, "description": description, "log": log}
         status = hand_over(job, worker_key(parts))

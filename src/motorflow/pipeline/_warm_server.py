@@ -9,12 +9,18 @@ compiled programs), starting one while fewer than MAX_WORKERS run, else replacin
 idle worker of another key, else queueing the job, and returns the worker's status to
 the job. A job whose process goes away has its worker killed; a worker that dies
 fails its job. The server ends, killing its workers, when its standard input (a pipe
-from Snakemake) ends.
+from Snakemake) ends; a worker also ends when the server does, however it ends.
+
+It takes a job only from its own run: the message must carry the run's secret (from
+the environment the server and the run's jobs share, ``SECRET_VARIABLE``), and it is
+JSON (``_warm_protocol``), read as it arrives; anything else is dropped, and a job
+refused runs in a process of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import os
 import select
 import selectors
@@ -27,7 +33,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._warm_protocol import SOCKET_VARIABLE, receive, send
+from ._warm_protocol import (
+    SECRET_VARIABLE,
+    SOCKET_VARIABLE,
+    Incoming,
+    ProtocolError,
+    receive,
+    send,
+)
+
+# What a job's message holds (``_job_client.hand_over``), each of its type.
+JOB_FIELDS = {
+    "secret": str,
+    "script": str,
+    "description": str,
+    "log": list,
+    "cwd": str,
+    "environ": dict,
+    "key": list,
+}
+
+
+def job_problem(job: Any, secret: str) -> str | None:
+    """Why `job` is not a job of this run's (None: it is)."""
+    if not isinstance(job, dict):
+        return "not a job"
+    if not hmac.compare_digest(str(job.get("secret", "")).encode(), secret.encode()):
+        return "a job of another run (its secret is not this run's)"
+    wrong = [name for name, kind in JOB_FIELDS.items() if not isinstance(job.get(name), kind)]
+    if wrong:
+        return f"a job without {', '.join(wrong)}"
+    if not all(isinstance(n, int) for n in job["key"]) or not all(
+        isinstance(v, str) for v in (*job["log"], *job["environ"], *job["environ"].values())
+    ):
+        return "a job with a malformed key, log or environment"
+    return None
 
 
 @dataclass
@@ -52,6 +92,7 @@ class Server:
     """The jobs waiting, the workers and what connects them (see the module)."""
 
     listener: socket.socket
+    secret: str
     max_workers: int
     jobs_per_worker: int
     memory_growth: int
@@ -84,17 +125,35 @@ class Server:
 
     def _accept(self, listener: socket.socket) -> None:
         conn, _ = listener.accept()
-        conn.settimeout(30)  # a job sends everything at once
+        # Read as it comes, beside everything else: a client that sends nothing, half
+        # a message or garbage holds nothing up (and is dropped).
+        conn.setblocking(False)
+        incoming = Incoming(conn, max_fds=2)
+        self.selector.register(
+            conn, selectors.EVENT_READ, lambda c, i=incoming: self._receive_job(i)
+        )
+
+    def _receive_job(self, incoming: Incoming) -> None:
+        conn = incoming.sock
         try:
-            job, fds = receive(conn, max_fds=2)
-        except (OSError, EOFError):
+            job = incoming.read()
+        except (OSError, EOFError, ProtocolError):
+            self.selector.unregister(conn)
             conn.close()
             return
-        conn.settimeout(None)
-        if self.broken is not None:
+        if job is None:
+            return  # more to come
+        self.selector.unregister(conn)
+        conn.setblocking(True)
+        fds, problem = incoming.fds, job_problem(job, self.secret)
+        if problem is None and len(fds) != 2:
+            problem = "a job without its stdout and stderr"
+        if self.broken is not None or problem is not None:
             for fd in fds:
                 os.close(fd)
-            self._answer(conn, {"fallback": True, "error": self.broken})
+            # A job refused runs in a process of its own (as where no worker can start).
+            error = self.broken or f"the warm-worker server refused {problem}"
+            self._answer(conn, {"fallback": True, "error": error})
             return
         self.queue.append((conn, job, fds))
         self._dispatch()
@@ -227,7 +286,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's end comes through stdin
     listen_fd, max_workers, jobs_per_worker, memory_growth = (int(arg) for arg in sys.argv[1:5])
     listener = socket.socket(fileno=listen_fd)
-    Server(listener, max_workers, jobs_per_worker, memory_growth).run()
+    secret = os.environ.pop(SECRET_VARIABLE)  # not in its workers' environment
+    Server(listener, secret, max_workers, jobs_per_worker, memory_growth).run()
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ the worker adds a line to the job's log: the CPU-seconds and wall seconds the jo
 in it and its peak memory while it ran (the worker's resident set, its peak reset as
 the job starts); ``benchmarks/sweep_startup.py`` and the preflight estimate's test
 read it.
+
+A worker ends with its server, however the server ends (killed too): a busy one is
+killed with its job within a fifth of a second (:func:`end_with_server`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import resource
 import signal
 import socket
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -41,7 +45,7 @@ from typing import Any
 from .. import _faults
 from ._job import Job, run_script
 from ._runtime import LOG_FORMAT
-from ._warm_protocol import SOCKET_VARIABLE, receive, send
+from ._warm_protocol import SECRET_VARIABLE, SOCKET_VARIABLE, receive, send
 
 # The line each job's log ends with (its numbers read by benchmarks and tests).
 COST_LINE = "warm worker {pid}: {cpu:.3f} CPU-s, {wall:.3f} s, peak memory {peak:.0f} MiB"
@@ -136,6 +140,7 @@ def job_process(job: dict[str, Any], stdout: int, stderr: int) -> Iterator[None]
     os.environ.clear()
     os.environ.update(job["environ"])
     os.environ.pop(SOCKET_VARIABLE, None)  # what it starts is not a job of the run
+    os.environ.pop(SECRET_VARIABLE, None)
     os.chdir(job["cwd"])
     os.dup2(stdout, 1)
     os.dup2(stderr, 2)
@@ -155,10 +160,24 @@ def job_process(job: dict[str, Any], stdout: int, stderr: int) -> Iterator[None]
         sys.path[:] = path
 
 
+def end_with_server(server: int, every: float = 0.2) -> None:
+    """Kill this process (and the job it runs) once its server, the process `server`,
+    has ended, however it ended: a busy worker never goes on training after its run
+    (nor beside the next run's trainer)."""
+
+    def watch() -> None:
+        while os.getppid() == server:
+            time.sleep(every)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="end-with-server", daemon=True).start()
+
+
 def main() -> None:
     # Ctrl-C's SIGINT, which its server ignores, reaches a job as in its own process
     # (passed on by the job's process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    end_with_server(os.getppid())
     sock = socket.socket(fileno=int(sys.argv[1]))
     jobs_left, growth, threads = (int(arg) for arg in sys.argv[2:5])
     _faults.kill_point("warm_worker_start")

@@ -33,6 +33,7 @@ The Snakefile imports it: it must stay import-cheap (no JAX).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -41,7 +42,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._warm_protocol import SOCKET_VARIABLE
+from ._warm_protocol import SECRET_VARIABLE, SOCKET_VARIABLE
 
 # A worker is replaced by a fresh one (its memory then returns) after this many jobs,
 # or sooner once its resident memory has grown by WORKER_MEMORY_GROWTH bytes since it
@@ -62,6 +63,7 @@ class WarmWorkers:
     def stop(self) -> None:
         """End the server and its workers (they also end when Snakemake does)."""
         os.environ.pop(SOCKET_VARIABLE, None)
+        os.environ.pop(SECRET_VARIABLE, None)
         if self.process.stdin is not None:
             self.process.stdin.close()  # the server ends at the end of its input
         try:
@@ -92,15 +94,18 @@ def start_warm_workers(
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(address))
     listener.listen(64)
+    secret = secrets.token_hex(16)  # this run's: its jobs inherit it, others lack it
     process = subprocess.Popen(
         [sys.executable, "-m", "motorflow.pipeline._warm_server", str(listener.fileno()),
          str(max(1, cores) + 2), str(jobs_per_worker), str(memory_growth)],
         stdin=subprocess.PIPE,
         pass_fds=[listener.fileno()],
+        env={**os.environ, SECRET_VARIABLE: secret},
         # Apart from the terminal's process group: Ctrl-C reaches Snakemake and the
         # jobs' processes, whose ending ends the workers' jobs (no double interrupt).
         start_new_session=True,
     )  # fmt: skip
     listener.close()
     os.environ[SOCKET_VARIABLE] = str(address)
+    os.environ[SECRET_VARIABLE] = secret
     return WarmWorkers(process, folder)
