@@ -419,9 +419,9 @@ CASES = {
         ["'figures'", "folder of the results folder"],
     ),
     "oversized sweep": (
-        sweep({"seed": list(range(40)), "model.network.hidden_size": list(range(1, 41))}),
+        sweep({"seed": list(range(120)), "model.network.hidden_size": list(range(1, 101))}),
         "sweeps.s.grid",
-        ["1,600 experiments", "at most 1,000"],
+        ["12,000 experiments", "at most 10,000"],
     ),
     "partial loss term with a bad value": (
         at("trainings.quick.loss", {"position": {"discount_power": -1}}),

@@ -8,6 +8,7 @@ The workflow's JSON Schema is generated from these classes (`config_json_schema`
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -462,15 +463,21 @@ def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") 
             f"delay ({model.feedback.delay} steps) must be smaller than the task's "
             f"n_steps ({task.n_steps})",
         )
-    plant = model.plant.build()
-    for point in task.reach_points():
-        if not plant.is_reachable(point):
-            raise ConfigError(
-                key("task.workspace" if isinstance(task, WorkspaceTask) else "task.eval"),
-                f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}], "
-                f"a position of {_positions(task)} ({plant.workspace_note}); choose "
-                "positions inside its reach",
-            )
+    point = _unreachable_point(model.plant, task)
+    if point is not None:
+        raise ConfigError(
+            key("task.workspace" if isinstance(task, WorkspaceTask) else "task.eval"),
+            f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}], "
+            f"a position of {_positions(task)} ({model.plant.build().workspace_note}); "
+            "choose positions inside its reach",
+        )
+
+
+@functools.lru_cache(maxsize=256)  # a sweep's experiments share their plant and task
+def _unreachable_point(plant: Any, task: TaskConfig) -> tuple[float, float] | None:
+    """The first position of `task` that the plant of config `plant` cannot reach."""
+    is_reachable = plant.build().is_reachable  # a method of a Module: looked up once
+    return next((point for point in task.reach_points() if not is_reachable(point)), None)
 
 
 def _positions(task: TaskConfig) -> str:

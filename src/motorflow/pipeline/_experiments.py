@@ -9,6 +9,7 @@ here, with errors naming the key path, before any job runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -199,16 +200,21 @@ def _block(
     return over_block(defined[reference], override, f"{path}.override.{block}", cls)
 
 
+@functools.lru_cache(maxsize=64)  # a sweep's experiments share their model's shapes
+def _model_shapes(model: ModelConfig, n_task_inputs: int) -> Any:
+    return eqx.filter_eval_shape(
+        build_model,
+        model,
+        n_task_inputs=n_task_inputs,
+        key=jax.eval_shape(lambda: jax.random.key(0)),
+    )
+
+
 def _check_trained_parts(blocks: Mapping[str, Any], path: str) -> None:
     """Trainable paths and per-part learning rates name parts of the model: checked on
     the model's shapes, which computes nothing (so the Snakemake controller never
     starts an accelerator)."""
-    model = eqx.filter_eval_shape(
-        build_model,
-        blocks["model"],
-        n_task_inputs=Task(blocks["task"]).n_inputs,
-        key=jax.eval_shape(lambda: jax.random.key(0)),
-    )
+    model = _model_shapes(blocks["model"], Task(blocks["task"]).n_inputs)
     subsets = trained_subsets(model, blocks["training"], f"{path}.training")
     learning_rates(
         model,
