@@ -206,7 +206,7 @@ def test_an_edit_reruns_exactly_the_jobs_whose_settings_changed(edited):
 
 def test_the_dry_run_reason_names_the_changed_settings(edited):
     *_, dry_run = edited
-    # The jobs' reasons (their `run` resources, printed beside, show the run settings).
+    # The jobs' reasons: the changed settings only, never a run setting.
     reason = "\n".join(line for line in dry_run.splitlines() if "reason:" in line)
     assert "before: 'model.feedback.delay=1' now: 'model.feedback.delay=2'" in reason
     assert "model.plant.mass=1.5" in reason
@@ -216,7 +216,7 @@ def test_the_dry_run_reason_names_the_changed_settings(edited):
 
 def test_the_jobs_that_ran_after_the_edit_read_the_edited_run_settings(edited):
     """Settings that change how a job runs, not what it makes, reach the job through
-    its `run` resource: every retrained experiment wrote TensorBoard events (switched
+    its run settings: every retrained experiment wrote TensorBoard events (switched
     on by the edit), the one that did not rerun none."""
     workdir, *_ = edited
     results = workdir / "results"

@@ -79,7 +79,7 @@ def test_a_compute_job_loads_no_plotting(names):
     # reaches the figures (as the analysis stage once did through the figure stages).
     code = (
         "import motorflow as mf, motorflow.pipeline as mfp\n"
-        f"{names}, mfp.parse_run_settings, mfp.use_devices, mfp.enable_compilation_cache\n"
+        f"{names}, mfp.use_devices, mfp.enable_compilation_cache\n"
         "import sys\n"
         "assert 'matplotlib' not in sys.modules, sorted(m for m in sys.modules if 'motorflow' in m)"
     )

@@ -41,8 +41,10 @@ PARAMS = {"setting_0": "model.delay=2", "panel_stages": ["early", "late"], "desc
 
 
 def test_a_described_job_reads_as_snakemakes_own_job_object():
-    text = mfp.describe_job("train", params=PARAMS, threads=2, **SNAKEMAKE)
+    run = {"jax_cache_dir": "cache", "training": {"checkpoint": {"every": 5}}}
+    text = mfp.describe_job("train", params=PARAMS, threads=2, run=run, **SNAKEMAKE)
     job = Job.from_command(text, ["logs/train/quiet.log"])
+    assert job.run == run
     params = Params(fromdict=PARAMS)
     assert (job.rule, job.threads, job.log[0]) == ("train", 2, "logs/train/quiet.log")
     for ours, theirs in (

@@ -1,5 +1,5 @@
 """One channel from config to job: each job reads the settings it uses from its rule's
-params (the values that decide its rerun) and how it runs from its `run` resource,
+params (the values that decide its rerun) and how it runs from its run settings,
 never by resolving the whole config again."""
 
 from __future__ import annotations

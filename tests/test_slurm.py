@@ -27,6 +27,7 @@ from workflow_helpers import (
     snakemake_command,
     snakemake_env,
     tiny_config,
+    write_config,
 )
 
 import motorflow.pipeline as mfp
@@ -81,6 +82,9 @@ CLUSTER_ARGS = (
     "1",
     "--seconds-between-status-checks",
     "1",
+    # A cluster job asks for at most the node's two cores.
+    "--cores",
+    "2",
 )
 
 
@@ -96,38 +100,91 @@ def slurm_config() -> dict:
     return config
 
 
-def test_the_pipeline_runs_through_sbatch_and_matches_a_local_run(cluster, tmp_path):
-    local = make_workdir(tmp_path / "local", slurm_config())
+# The profile's groups with two experiments per cluster job.
+GROUPED = ("--group-components", "trials=50", "experiments=2", "overview=100")
+
+
+def submissions(since: int) -> list[dict[str, str]]:
+    """The cluster jobs that ended since the job-completion log had `since` bytes
+    (one line per job, written by slurmctld: tests/slurm/local-cluster.sh)."""
+    with (STATE / "log" / "jobcomp.log").open("rb") as log:
+        log.seek(since)
+        lines = log.read().decode().splitlines()
+    return [dict(re.findall(r"(\w+)=(\S*)", line)) for line in lines]
+
+
+def jobcomp_size() -> int:
+    path = STATE / "log" / "jobcomp.log"
+    return path.stat().st_size if path.exists() else 0
+
+
+def sweep_config(diverging: bool) -> dict:
+    """Four experiments (three datasets): `quiet`, two seeds of it, and `late`, whose
+    learning rate grows 10^4-fold every 10 batches when `diverging` (its training
+    then fails at batch 10: tests/test_crash_safety.py)."""
+    config = slurm_config()
+    config["sweeps"] = {"seeds": {"experiment": "quiet", "grid": {"seed": [1, 2]}}}
+    schedule = {"kind": "exponential", "decay_rate": 1.0e4 if diverging else 0.5}
+    config["trainings"]["late"] = {
+        **config["trainings"]["quick"],
+        "optimizer": {"name": "sgd", "learning_rate": 0.01, "schedule": {**schedule, "decay_steps": 10}},
+    }
+    config["experiments"]["late"] = {**config["experiments"]["quiet"], "training": "late"}
+    return config
+
+
+EXPERIMENTS = ["quiet", "seeds-seed1", "seeds-seed2", "late"]
+
+
+def test_a_grouped_sweep_submits_a_job_per_group_and_reruns_only_a_failed_group(
+    cluster, tmp_path
+):
+    local = make_workdir(tmp_path / "local", sweep_config(diverging=False))
     snakemake(local)
 
-    cluster = make_workdir(tmp_path / "cluster", slurm_config())
-    snakemake(cluster, *CLUSTER_ARGS)
+    # A run where `late` diverges: its group fails, the others finish (--keep-going).
+    work = make_workdir(tmp_path / "cluster", sweep_config(diverging=True))
+    before = jobcomp_size()
+    failed = snakemake(work, *CLUSTER_ARGS, *GROUPED, "--keep-going", "--retries", "0", check=False)
+    assert failed.returncode != 0
+    first = submissions(before)
+    # One trials job for the three datasets, two jobs of two experiments each; the
+    # sweep-wide outputs wait for the failed experiment.
+    assert len(first) == 3, first
+    assert sorted(job["JobState"] for job in first) == ["COMPLETED", "COMPLETED", "FAILED"]
+    assert "Non-finite training loss" in (work / "results/logs/train/late.log").read_text()
+    finished = [n for n in EXPERIMENTS if (work / f"results/figures/{n}/loss.png").exists()]
+    assert len(finished) == 2 and "late" not in finished, finished
+    kept = {n: (work / f"results/{n}/history.zarr").stat().st_mtime_ns for n in finished}
+
+    # The fixed config: the failed group (`late` and its partner, whose outputs
+    # Snakemake dropped with the group's) and the sweep-wide outputs, nothing else.
+    write_config(work, sweep_config(diverging=False))
+    before = jobcomp_size()
+    snakemake(work, *CLUSTER_ARGS, *GROUPED)
+    second = submissions(before)
+    assert [job["JobState"] for job in second] == ["COMPLETED", "COMPLETED"], second
+    assert {n: (work / f"results/{n}/history.zarr").stat().st_mtime_ns for n in finished} == kept
 
     job_ids = {}
-    for log in sorted((cluster / "results/logs").rglob("*.log")):
+    for log in sorted((work / "results/logs").rglob("*.log")):
         found = re.search(r"SLURM job (\d+)", log.read_text())
         assert found, f"{log} does not name a SLURM job: the job did not run under sbatch"
-        job_ids[log.relative_to(cluster / "results/logs").as_posix()] = found.group(1)
-    # trials, train, evaluate, analysis, the experiment's figures and its analysis
-    # figures, the summary and the comparison figure
-    assert len(job_ids) == 8, job_ids
-    assert len(set(job_ids.values())) == 8, f"jobs share a SLURM job: {job_ids}"
-    for log, job_id in job_ids.items():
-        record = subprocess.run(
-            ["scontrol", "show", "job", job_id],
-            check=False,
-            capture_output=True,
-            text=True,
-        )
-        assert "JobState=COMPLETED" in record.stdout, f"{log}: {record.stdout}{record.stderr}"
+        job_ids[log.relative_to(work / "results/logs").as_posix()] = found.group(1)
+    # The jobs of one experiment ran in one cluster job, two experiments per job.
+    for name in EXPERIMENTS:
+        ids = {job for log, job in job_ids.items() if log.endswith(f"/{name}.log")}
+        assert len(ids) == 1, (name, job_ids)
+    assert len({job_ids[f"train/{name}.log"] for name in EXPERIMENTS}) == 2, job_ids
+    assert {job["JobId"] for job in first + second} >= set(job_ids.values())
 
-    assert_same_results(local, cluster, ["quiet"], (*EXPERIMENT_STORES, "analysis.zarr"))
+    assert_same_results(local, work, EXPERIMENTS, (*EXPERIMENT_STORES, "analysis.zarr"))
     xr.testing.assert_identical(
         mfp.open_dataset(local / "results/summary.zarr"),
-        mfp.open_dataset(cluster / "results/summary.zarr"),
+        mfp.open_dataset(work / "results/summary.zarr"),
     )
-    for figure in ("comparison", "quiet/loss", "quiet/trajectories", "quiet/speed", "quiet/pca"):
-        assert (cluster / f"results/figures/{figure}.png").stat().st_size > 0
+    for figure in ("comparison", "sweep-seeds", "late/loss", "quiet/trajectories"):
+        assert (work / f"results/figures/{figure}.png").stat().st_size > 0
 
 
 def test_a_train_job_warned_by_slurm_checkpoints_and_its_retry_resumes_there(cluster, tmp_path):
@@ -171,7 +228,8 @@ def test_a_train_job_warned_by_slurm_checkpoints_and_its_retry_resumes_there(clu
         finally:
             run.kill()
 
-    (first_attempt,) = (work / ".snakemake/slurm_logs/rule_train/quiet").glob(f"{job}.log")
+    # The train job ran in its experiment's group (profiles/slurm: groups).
+    (first_attempt,) = (work / ".snakemake/slurm_logs").rglob(f"{job}.log")
     text = first_attempt.read_text()
     stopped = re.search(r"Training stopped at batch (\d+) on SIGUSR1", text)
     assert stopped, text[-3000:]

@@ -221,6 +221,23 @@ def test_adding_an_experiment_leaves_every_other_row_unchanged():
     )
 
 
+def test_a_large_summary_contrasts_each_with_the_first_only_and_the_same_numbers():
+    """What a sweep past `ALL_CONTRASTS_UP_TO` experiments gets: the full summary's rows
+    whose reference is the first experiment, and none of the quadratically many others."""
+    experiments = {f"e{index}": random_values(4, index, shift=index) for index in range(6)}
+    seeds = {name: index % 2 for index, name in enumerate(experiments)}
+    key = jax.random.key(4)
+    full = summarise(experiments, seeds, key=key, n_resamples=300)
+    first_only = summarise(experiments, seeds, key=key, n_resamples=300, max_references=1)
+    assert list(first_only.reference.values) == ["e0"]
+    xr.testing.assert_identical(first_only, full.sel(reference=["e0"]))
+    table = summary_table(first_only)
+    assert set(table.reference) == {"", "e0"}
+    full_table = summary_table(full)
+    expected = full_table[full_table.reference.isin(["", "e0"])].reset_index(drop=True)
+    pd.testing.assert_frame_equal(table, expected)
+
+
 def test_the_table_has_the_documented_columns_and_a_row_per_measured_number():
     experiments = {"a": random_values(4, 0), "b": random_values(4, 1)}
     summary = summarise(experiments, {"a": 0, "b": 0}, key=jax.random.key(0), confidence=0.9)

@@ -55,8 +55,9 @@ write_conf() {
     if [[ -e $CONF ]] && ! grep -qxF "$MARK" "$CONF"; then
         die "$CONF exists and was not written by this script; not touching it"
     fi
-    # Accounting, cgroups and job-completion plugins are all off: a CI machine has
-    # neither a database nor a systemd-managed cgroup tree.
+    # Accounting and cgroups are off: a CI machine has neither a database nor a
+    # systemd-managed cgroup tree. Each finished job is a line of $DIR/log/jobcomp.log
+    # (what the tests count submissions by; sacct would need slurmdbd and a database).
     cat >"$CONF" <<EOF
 $MARK
 ClusterName=motorflow
@@ -70,7 +71,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
+JobCompType=jobcomp/filetxt
+JobCompLoc=$DIR/log/jobcomp.log
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill

@@ -15,7 +15,6 @@ rule analysis:
     threads: stage_threads("analysis")
     resources:
         **job_resources("analysis"),
-        run=run_settings("analysis", "experiment"),
     params:
         **job_params("analysis", "experiment"),
     shell:
@@ -31,7 +30,7 @@ rule analysis_figures:
     # workflow/report/<name>.rst.
     output:
         **{
-            name: report(
+            name: experiment_report(
                 f"{RESULTS}/figures/{{experiment}}/{name}.{EXT}",
                 caption=f"../report/{name}.rst",
                 category="Hidden states",

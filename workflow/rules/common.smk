@@ -121,12 +121,14 @@ FIGURES = config["figures"]
 EXT = FIGURES["format"]
 
 
+# Each wildcard is one of the config's names, as a pattern that matches in one pass
+# whatever their number (an alternation of a sweep's names made planning quadratic).
 wildcard_constraints:
-    experiment="|".join(map(re.escape, EXPERIMENTS)),
-    dataset="|".join(map(re.escape, DATASETS)),
-    protocol="|".join(map(re.escape, PROTOCOLS)) or "(?!)",
-    sweep="|".join(map(re.escape, SETTINGS.sweeps)) or "(?!)",
-    comparison="|".join(map(re.escape, COMPARISONS)) or "(?!)",
+    experiment=mfp.names_pattern(EXPERIMENTS),
+    dataset=mfp.names_pattern(DATASETS),
+    protocol=mfp.names_pattern(PROTOCOLS),
+    sweep=mfp.names_pattern(SETTINGS.sweeps),
+    comparison=mfp.names_pattern(COMPARISONS),
 
 
 def unknown_target(wildcards):
@@ -171,6 +173,10 @@ NOT_AN_EXPERIMENT = "|".join(map(re.escape, [*EXPERIMENTS, *mfp.RESERVED_NAMES])
 
 # The settings each job depends on, one param per setting (see `setting_params`).
 JOB_SETTINGS = CHECKED.job_settings
+# How each JAX job runs beside what it makes (checkpoint cadence, compilation cache):
+# in its description (`job_params`), which decides no rerun, so editing these reruns
+# nothing; the job reads everything else from its params.
+JOB_RUN_SETTINGS = CHECKED.job_run_settings
 
 
 def setting_params(rule, wildcard=None):
@@ -178,9 +184,14 @@ def setting_params(rule, wildcard=None):
 
     Snakemake reruns a job when the set of its param values changes, and its
     dry-run reason then lists just the changed settings (see `mfp.rule_params`).
+    A setting that all the rule's jobs share is the value itself, not a function
+    (Snakemake inspects each params function of each job as it plans, which in a
+    sweep of 1,000 experiments was most of the planning).
     """
 
     def param(values):
+        if len(distinct := set(values.values())) == 1:
+            return distinct.pop()
         return lambda wildcards: values[wildcards[wildcard] if wildcard else ""]
 
     params = mfp.rule_params(JOB_SETTINGS, rule)
@@ -212,9 +223,9 @@ def job_params(name, wildcard=None, **params):
     """The params of the rule `name`, which are its settings (`setting_params`),
     `params`, and two its command passes on, `job_client`, the start of the command
     (this machine's paths), and `job`, the job as its script reads it
-    (`mfp.describe_job`; in a file below .snakemake/ when long, `mfp.job_argument`).
-    Both are functions of the job's input, which Snakemake leaves out of its params
-    rerun trigger: only the settings and `params` rerun a job."""
+    (`mfp.describe_job`, with its run settings; in a file below .snakemake/ when long,
+    `mfp.job_argument`). Both are functions of the job's input, which Snakemake leaves
+    out of its params rerun trigger: only the settings and `params` rerun a job."""
     params = {**setting_params(name, wildcard), **params}
 
     def describe(wildcards, input, output, threads, resources):
@@ -222,6 +233,7 @@ def job_params(name, wildcard=None, **params):
             key: value(wildcards) if callable(value) else value
             for key, value in params.items()
         }
+        run = JOB_RUN_SETTINGS.get((name, wildcards[wildcard])) if wildcard else None
         description = mfp.describe_job(
             name,
             input=input,
@@ -230,6 +242,7 @@ def job_params(name, wildcard=None, **params):
             wildcards=wildcards,
             threads=threads,
             resources=resources,
+            run=run,
         )
         return mfp.job_argument(description)
 
@@ -238,19 +251,6 @@ def job_params(name, wildcard=None, **params):
         "job_client": lambda wildcards, input: JOB_CLIENT,
         "job": describe,
     }
-
-
-# How each JAX job runs beside what it makes (checkpoint cadence, compilation cache):
-# its `run` resource. Snakemake never reruns a job for a resource, so editing these
-# reruns nothing; the job reads everything else from its params.
-JOB_RUN_SETTINGS = CHECKED.job_run_settings
-
-
-def run_settings(rule, wildcard):
-    """The rule's `run` resource: each job's run settings as canonical JSON text."""
-    return lambda wildcards: mfp.canonical_json(
-        JOB_RUN_SETTINGS[(rule, wildcards[wildcard])]
-    )
 
 
 def dataset_of(wildcards):
@@ -291,6 +291,21 @@ def job_resources(stage):
         if getattr(settings, key):
             resources[key] = getattr(settings, key)
     return resources
+
+
+# Each experiment's figures are in the report (`snakemake --report`) up to this many
+# experiments; past it, the report holds the figures across experiments (comparison,
+# sweeps, protocols), and each experiment's stay in results/<config>/figures/ (a
+# report of 1,000 experiments' 7,000 figures would be hundreds of megabytes).
+REPORTED_EXPERIMENTS_UP_TO = 30
+
+
+def experiment_report(path, **kwargs):
+    """`path`, flagged for the report (`report(path, **kwargs)`) while the config has
+    at most `REPORTED_EXPERIMENTS_UP_TO` experiments."""
+    if len(EXPERIMENTS) > REPORTED_EXPERIMENTS_UP_TO:
+        return path
+    return report(path, **kwargs)
 
 
 def protocol_panel_stages(protocol):

@@ -15,7 +15,6 @@ rule evaluate:
     threads: stage_threads("evaluate")
     resources:
         **job_resources("evaluate"),
-        run=run_settings("evaluate", "experiment"),
     params:
         **job_params("evaluate", "experiment"),
     shell:
@@ -38,7 +37,6 @@ rule learning_curve:
     threads: stage_threads("evaluate")
     resources:
         **job_resources("evaluate"),
-        run=run_settings("learning_curve", "experiment"),
     params:
         **job_params("learning_curve", "experiment"),
     shell:

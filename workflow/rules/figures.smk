@@ -4,19 +4,19 @@ rule experiment_figures:
         history=rules.train.output.history,
         states=rules.evaluate.output.states,
     output:
-        loss=report(
+        loss=experiment_report(
             f"{RESULTS}/figures/{{experiment}}/loss.{EXT}",
             caption="../report/loss.rst",
             category="Training",
             subcategory="{experiment}",
         ),
-        trajectories=report(
+        trajectories=experiment_report(
             f"{RESULTS}/figures/{{experiment}}/trajectories.{EXT}",
             caption="../report/trajectories.rst",
             category="Reaches",
             subcategory="{experiment}",
         ),
-        speed=report(
+        speed=experiment_report(
             f"{RESULTS}/figures/{{experiment}}/speed.{EXT}",
             caption="../report/speed.rst",
             category="Reaches",
@@ -42,7 +42,7 @@ rule arm_figure:
     input:
         states=rules.evaluate.output.states,
     output:
-        report(
+        experiment_report(
             f"{RESULTS}/figures/{{experiment}}/arm.{EXT}",
             caption="../report/arm.rst",
             category="Reaches",

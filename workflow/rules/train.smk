@@ -21,9 +21,9 @@ rule train:
     threads: stage_threads("train")
     resources:
         **job_resources("train"),
-        run=run_settings("train", "experiment"),
     # Exactly the settings the trained result depends on; the checkpoint cadence and
-    # the cache directory are in the `run` resource, so editing them reruns nothing.
+    # the cache directory are its run settings (`job_params`), so editing them reruns
+    # nothing.
     params:
         **job_params("train", "experiment"),
     shell:

@@ -8,7 +8,6 @@ rule trials:
     threads: stage_threads("trials")
     resources:
         **job_resources("trials"),
-        run=run_settings("trials", "dataset"),
     params:
         **job_params("trials", "dataset"),
     shell:

@@ -4,7 +4,7 @@ import motorflow as mf
 import motorflow.pipeline as mfp
 
 settings = mfp.parse_setting_params(snakemake.params)
-run = mfp.parse_run_settings(snakemake.resources.run)
+run = snakemake.run
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
     mfp.enable_compilation_cache(run["jax_cache_dir"])

@@ -3,7 +3,7 @@
 import motorflow.pipeline as mfp
 
 task, seed, evaluation = mfp.evaluate_job_settings(snakemake.params)
-run = mfp.parse_run_settings(snakemake.resources.run)
+run = snakemake.run
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
     mfp.enable_compilation_cache(run["jax_cache_dir"])

@@ -5,8 +5,8 @@ from pathlib import Path
 import motorflow.pipeline as mfp
 
 # What the result depends on comes from the params; how the job runs (checkpoint
-# cadence, compilation cache) from its `run` resource, which decides no rerun.
-run = mfp.parse_run_settings(snakemake.resources.run)
+# cadence, compilation cache) from its run settings, which decide no rerun.
+run = snakemake.run
 experiment = mfp.train_job_experiment(snakemake.wildcards.experiment, snakemake.params, run)
 with mfp.stage_logging(snakemake.log[0]):
     # One XLA CPU device per thread (the trainer spreads the replicates over them);

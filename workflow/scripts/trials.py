@@ -2,7 +2,7 @@
 
 import motorflow.pipeline as mfp
 
-run = mfp.parse_run_settings(snakemake.resources.run)
+run = snakemake.run
 with mfp.stage_logging(snakemake.log[0]):
     mfp.use_devices(cpu_devices=snakemake.threads, gpus=snakemake.resources.gpu)
     mfp.enable_compilation_cache(run["jax_cache_dir"])

@@ -166,9 +166,10 @@ def summarise(
     n_resamples: int = 10000,
     confidence: float = 0.95,
     init_from: Mapping[str, str | None] | None = None,
+    max_references: int | None = None,
 ) -> xr.Dataset:
     """Mean and bootstrap interval of each experiment's numbers, and the difference of
-    every experiment to each earlier one.
+    every experiment to each earlier one (among the first `max_references`).
 
     Two experiments are paired when they have the same number of replicates and the
     same seed, or descend from the same experiment through `init_from` (see
@@ -192,11 +193,14 @@ def summarise(
     - `confidence`: the intervals' coverage, in (0, 1).
     - `init_from`: experiment name to the experiment it starts from (missing or None:
       from fresh weights).
+    - `max_references`: the contrasts' references are the first this many experiments
+      (None: all). Contrasts grow with the square of the experiments (a sweep of 1,000
+      would be half a million), so a large summary contrasts each with the first only.
 
     **Returns:**
 
-    A Dataset with coords `experiment` (the order of `values`), `reference` (the same
-    names), `metric` (variables in order of first appearance) and `condition` (in order
+    A Dataset with coords `experiment` (the order of `values`), `reference` (the
+    first `max_references` of those names, or all), `metric` (variables in order of first appearance) and `condition` (in order
     of first appearance; ``""`` for a number without conditions, such as
     ``final_validation_loss``), ``units (metric)`` and ``defined (experiment, metric,
     condition)``, which says whether the experiment has that metric in that condition
@@ -241,14 +245,15 @@ def summarise(
                 confidence=confidence,
                 path=(_MEAN_STREAM, name, metric, condition),
             )
-    pair_shape = (len(names), len(names), len(metrics), len(conditions))
+    references = names if max_references is None else names[:max_references]
+    pair_shape = (len(names), len(references), len(metrics), len(conditions))
     difference, difference_low, difference_high = (np.full(pair_shape, np.nan) for _ in range(3))
     difference_n = np.zeros(pair_shape, np.int64)
-    paired = np.zeros((len(names), len(names)), bool)
-    reasons = np.full((len(names), len(names)), "", dtype=object)
+    paired = np.zeros(pair_shape[:2], bool)
+    reasons = np.full(pair_shape[:2], "", dtype=object)
     n_replicates = {name: dataset.sizes["replicate"] for name, dataset in values.items()}
     for e, name in enumerate(names):
-        for r, reference in enumerate(names[:e]):
+        for r, reference in enumerate(references[:e]):
             reasons[e, r] = pairing(
                 name,
                 reference,
@@ -296,7 +301,7 @@ def summarise(
         },
         coords={
             "experiment": np.array(names, dtype=object),
-            "reference": np.array(names, dtype=object),
+            "reference": np.array(references, dtype=object),
             "metric": np.array(metrics, dtype=object),
             "condition": np.array(conditions, dtype=object),
             "units": ("metric", np.array([units[m] for m in metrics], dtype=object)),
@@ -332,6 +337,7 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
     """
     confidence = summary.attrs["confidence"]
     names = [str(name) for name in summary.experiment.values]
+    references = [str(name) for name in summary.reference.values]
     metrics = [str(metric) for metric in summary.metric.values]
     units = [str(unit) for unit in summary.units.values]
     conditions = [str(condition) for condition in summary.condition.values]
@@ -381,7 +387,7 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
             str(reasons[e, r]),
         )
         for e, name in enumerate(names)
-        for r, reference in enumerate(names[:e])
+        for r, reference in enumerate(references[:e])
         for m, metric, c, condition in cells
         if defined[e, m, c] and defined[r, m, c]
     ]

@@ -47,13 +47,13 @@ if TYPE_CHECKING:
         is_arm,
         job_run_settings,
         job_settings,
-        parse_run_settings,
         protocol_curve_stages,
         rule_params,
         setting_param,
         train_job_experiment,
     )
     from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
+    from ._names_pattern import names_pattern
     from ._results_folder import (
         RESULTS_ROOT,
         check_results_owner,
@@ -138,10 +138,10 @@ __all__ = [
     "load_config_file",
     "make_trials",
     "mark_results_owner",
+    "names_pattern",
     "note_workflow_command",
     "open_dataset",
     "parse_config",
-    "parse_run_settings",
     "parse_setting_params",
     "preflight",
     "protocol_curve_stages",

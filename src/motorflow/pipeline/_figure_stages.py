@@ -16,11 +16,13 @@ import xarray as xr
 
 from .._analysis._replicate_values import replicate_values
 from .._figures import (
+    SIDE_BY_SIDE_UP_TO,
     curve_interval,
     plot_arm_postures,
     plot_comparison,
     plot_loss_history,
     plot_protocol,
+    plot_ranked_comparison,
     plot_speed_profiles,
     plot_sweep,
     plot_trajectories,
@@ -145,7 +147,12 @@ def comparison_figure(
 ) -> None:
     """Final validation loss, endpoint error and lateral deviation per replicate across
     experiments, with the summary's means, intervals and contrasts, their training
-    curves and the alignment of their rules' updates with the BPTT gradient."""
+    curves and the alignment of their rules' updates with the BPTT gradient; past
+    `SIDE_BY_SIDE_UP_TO` experiments, each metric's means ranked (from the summary)."""
+    if len(experiments) > SIDE_BY_SIDE_UP_TO:
+        figure = plot_ranked_comparison(open_dataset(summary_path))
+        save_figure(figure, output_path, dpi=options["dpi"])
+        return
     histories = {
         name: open_dataset(path) for name, path in zip(experiments, history_paths, strict=True)
     }

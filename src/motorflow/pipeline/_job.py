@@ -117,12 +117,17 @@ def describe_job(
     wildcards: Any,
     threads: int,
     resources: Any,
+    run: Mapping[str, Any] | None = None,
 ) -> str:
     """JSON text of what a job's script reads, but its log (which its command passes
     apart): each rule's ``job`` param. A params function of the job's input, output,
     threads or resources, Snakemake leaves it out of its params rerun trigger, so it
-    never reruns a job (its other params, the settings, do). The command gets it as
-    ``_job_argument.job_argument`` of it: a long one travels in a file."""
+    never reruns a job (its other params, the settings, do). `run` is how the job runs
+    beside what it makes (``_job_settings.job_run_settings``: the compilation cache, a
+    training's checkpoint cadence), so editing it reruns nothing either. (A resource
+    would do the same but for grouped jobs: Snakemake refuses a group whose members' text
+    resources differ.) The command gets it as ``_job_argument.job_argument`` of it: a
+    long one travels in a file."""
     description = {
         "rule": rule,
         "input": _named(input),
@@ -131,6 +136,7 @@ def describe_job(
         "wildcards": _named(wildcards),
         "threads": int(threads),
         "resources": _named(resources),
+        "run": dict(run or {}),
     }
     return json.dumps(description, separators=(",", ":"))
 
@@ -147,6 +153,8 @@ class Job:
     log: Names
     threads: int
     resources: Names
+    # How the job runs (:func:`describe_job`'s `run`).
+    run: Mapping[str, Any]
 
     @classmethod
     def from_command(cls, description: str, log: Iterable[str]) -> Job:
@@ -157,7 +165,13 @@ class Job:
             key: Names(parts[key]["values"], parts[key]["names"])
             for key in ("input", "output", "params", "wildcards", "resources")
         }
-        return cls(rule=parts["rule"], log=Names(log), threads=int(parts["threads"]), **named)
+        return cls(
+            rule=parts["rule"],
+            log=Names(log),
+            threads=int(parts["threads"]),
+            run=parts["run"],
+            **named,
+        )
 
 
 def run_script(script: str, job: Job) -> int:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -184,9 +183,10 @@ def job_run_settings(
     and its log (`RESUME_ONLY_KEYS`: checkpoint cadence, checkpoints kept, progress
     lines, TensorBoard).
 
-    A job reads these from its ``run`` resource. Snakemake never reruns a job because
-    a resource changed, so editing them reruns nothing, as editing `threads` does not;
-    everything a job makes depends on is in its params (:func:`job_settings`).
+    A job reads these from its description (``_job.describe_job``'s `run`), which
+    Snakemake leaves out of its rerun trigger, so editing them reruns nothing, as
+    editing `threads` does not; everything a job makes depends on is in its params
+    (:func:`job_settings`).
     """
     cache = {"jax_cache_dir": config.jax_cache_dir}
     settings: dict[JobKey, dict[str, Any]] = {}
@@ -201,11 +201,6 @@ def job_run_settings(
         settings[("learning_curve", name)] = cache
         settings[("analysis", name)] = cache
     return settings
-
-
-def parse_run_settings(text: str) -> dict[str, Any]:
-    """A job's run settings back from its ``run`` resource (canonical JSON text)."""
-    return json.loads(text)
 
 
 def train_job_experiment(name: str, params: Any, run: Mapping[str, Any]) -> Experiment:

@@ -1,0 +1,115 @@
+"""A sweep end to end at 100 and 1,000 experiments: what its size costs (issue 47).
+
+Runs benchmarks/configs/sweep-100.yaml and sweep-1000.yaml (the same tiny experiment,
+whose training takes milliseconds, over seeds x feedback-noise levels) with the real
+Snakemake, each in a fresh copy of the workflow, one after the other: first its dry
+run, then the run itself, into a JAX compilation cache that a one-experiment run
+warmed. Reports per size: the dry run's wall time, the run's wall time and CPU-seconds
+(user + sys of the whole process tree) in all and per experiment, Snakemake's own
+share, and what the run left: files and bytes under results/, the summary table's and
+the comparison and sweep figures' sizes. CPU-seconds as well as wall time, since the
+machine may be shared. Usage:
+
+    python benchmarks/sweep_scale.py [--cores 2] [--sizes 100 1000]
+
+A run of 1,000 takes about half an hour on 2 cores; run nothing beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sweep_startup import _SNAKEMAKE, _cpu_children
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _workdir(parent: Path, size: int, cache: Path) -> tuple[Path, Path]:
+    """A copy of the workflow with the sweep's config (its compilation cache `cache`)."""
+    workdir = parent / f"sweep-{size}"
+    workdir.mkdir()
+    shutil.copy(ROOT / "Snakefile", workdir)
+    for folder in ("workflow", "profiles"):
+        shutil.copytree(ROOT / folder, workdir / folder)
+    config = (ROOT / "benchmarks" / "configs" / f"sweep-{size}.yaml").read_text()
+    path = workdir / "config.yaml"
+    path.write_text(f"{config}\njax_cache_dir: {json.dumps(str(cache))}\nresults: results\n")
+    return workdir, path
+
+
+def _snakemake(workdir: Path, config: Path, cores: int, *args: str) -> tuple[float, float, float]:
+    """Wall seconds, CPU-seconds of the process tree and Snakemake's own of one run
+    (`args`: its targets and options)."""
+    own = workdir / "snakemake-cpu.txt"
+    before, start = _cpu_children(), time.perf_counter()
+    done = subprocess.run(
+        # The targets first: --quiet and --configfile take every word after them.
+        [sys.executable, "-c", _SNAKEMAKE, str(own), *args, "--cores", str(cores),
+         "--quiet", "all", "--configfile", str(config)],
+        check=False, cwd=workdir, capture_output=True, text=True,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"Snakemake failed (exit {done.returncode}):\n{done.stderr[-5000:]}")
+    return wall, _cpu_children() - before, float(own.read_text())
+
+
+def _size(path: Path) -> tuple[int, int]:
+    files = [p for p in path.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def measure(parent: Path, size: int, cores: int, cache: Path) -> dict[str, object]:
+    workdir, config = _workdir(parent, size, cache)
+    n_experiments = size + 1  # the grid and its base
+    dry_wall, dry_cpu, _ = _snakemake(workdir, config, cores, "all", "--dry-run")
+    print(f"{size}: dry run {dry_wall:.1f} s", flush=True)
+    load_before = os.getloadavg()[0]
+    wall, cpu, own = _snakemake(workdir, config, cores, "all")
+    results = workdir / "results"
+    n_files, n_bytes = _size(results)
+    figures = results / "figures"
+    return {
+        "experiments": n_experiments,
+        "dry_run_wall_s": round(dry_wall, 1),
+        "dry_run_cpu_s": round(dry_cpu, 1),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "cpu_s_per_experiment": round(cpu / n_experiments, 2),
+        "snakemake_own_cpu_s": round(own, 1),
+        "results_files": n_files,
+        "results_mib": round(n_bytes / 2**20, 1),
+        "summary_csv_kib": round((results / "summary.csv").stat().st_size / 1024, 1),
+        "comparison_png_kib": round((figures / "comparison.png").stat().st_size / 1024, 1),
+        "sweep_png_kib": round((figures / "sweep-noise.png").stat().st_size / 1024, 1),
+        "load_before": round(load_before, 2),
+        "load_after": round(os.getloadavg()[0], 2),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="motorflow-sweep-scale-") as folder:
+        parent = Path(folder)
+        cache = parent / "jax_cache"
+        # Warm the compilation cache with the sweep's one experiment shape.
+        warm, config = _workdir(parent, 100, cache)
+        _snakemake(warm, config, args.cores, "results/base/metrics.zarr")
+        shutil.rmtree(warm)
+        for size in args.sizes:
+            print(json.dumps(measure(parent, size, args.cores, cache)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
