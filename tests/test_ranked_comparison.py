@@ -67,7 +67,8 @@ def test_each_metrics_means_are_drawn_ranked_with_the_summarys_intervals():
             names[order[0]],
             names[order[-1]],
         ]
-        assert ax.get_xlabel() == "39 experiments ranked by mean\n(1 without a finite mean left out)"
+        left_out = "(1 without a finite mean left out)"
+        assert ax.get_xlabel() == f"39 experiments ranked by mean\n{left_out}"
 
 
 def test_the_figure_keeps_its_size_whatever_the_number_of_experiments(tmp_path):

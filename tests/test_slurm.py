@@ -125,9 +125,10 @@ def sweep_config(diverging: bool) -> dict:
     config = slurm_config()
     config["sweeps"] = {"seeds": {"experiment": "quiet", "grid": {"seed": [1, 2]}}}
     schedule = {"kind": "exponential", "decay_rate": 1.0e4 if diverging else 0.5}
+    schedule["decay_steps"] = 10
     config["trainings"]["late"] = {
         **config["trainings"]["quick"],
-        "optimizer": {"name": "sgd", "learning_rate": 0.01, "schedule": {**schedule, "decay_steps": 10}},
+        "optimizer": {"name": "sgd", "learning_rate": 0.01, "schedule": schedule},
     }
     config["experiments"]["late"] = {**config["experiments"]["quiet"], "training": "late"}
     return config

@@ -176,32 +176,29 @@ def summarise(
     `pairing`): replicate r of both then shares its start, so their difference is the
     mean of the per-replicate differences (over the replicates finite in both),
     bootstrapped over those pairs. Otherwise it is the difference of the means, each
-    group resampled independently. Intervals are
-    percentile bootstraps (`bootstrap_interval`); each cell derives its own key from
-    `key` and the names of its experiment(s), metric and condition, so adding, dropping
-    or reordering experiments leaves every other cell's numbers unchanged.
+    group resampled independently. Intervals are percentile bootstraps
+    (`bootstrap_interval`); each cell's key derives from `key` and the names of its
+    experiment(s), metric and condition, so adding, dropping or reordering experiments
+    leaves every other cell's numbers unchanged.
 
     **Arguments:**
 
     - `values`: experiment name to its `replicate_values` (any Dataset whose variables
       have dim `replicate` and optionally `condition`), in the order that defines the
       contrasts: each experiment is compared with every experiment before it.
-    - `seeds`: experiment name to its seed; an experiment missing here is paired with
-      none.
+    - `seeds`: experiment name to its seed (an experiment missing here pairs with none).
     - `key`: a `jax.random` key.
     - `n_resamples`: bootstrap resamples per interval.
     - `confidence`: the intervals' coverage, in (0, 1).
     - `init_from`: experiment name to the experiment it starts from (missing or None:
       from fresh weights).
-    - `max_references`: the contrasts' references are the first this many experiments
-      (None: all). Contrasts grow with the square of the experiments (a sweep of 1,000
-      would be half a million), so a large summary contrasts each with the first only.
+    - `max_references`: contrast with the first this many experiments only (None: all).
 
     **Returns:**
 
-    A Dataset with coords `experiment` (the order of `values`), `reference` (the
-    first `max_references` of those names, or all), `metric` (variables in order of first appearance) and `condition` (in order
-    of first appearance; ``""`` for a number without conditions, such as
+    A Dataset with coords `experiment` (the order of `values`), `reference` (the first
+    `max_references` of them), `metric` (variables in order of first appearance) and
+    `condition` (same order; ``""`` for a number without conditions, such as
     ``final_validation_loss``), ``units (metric)`` and ``defined (experiment, metric,
     condition)``, which says whether the experiment has that metric in that condition
     (cells where it does not are NaN with ``n`` 0, unlike an experiment measured but
@@ -330,10 +327,10 @@ def summary_table(summary: xr.Dataset) -> pd.DataFrame:
 
     **Returns:**
 
-    A DataFrame with the columns ``experiment``, ``reference``, ``condition``,
-    ``metric``, ``units`` (the metric's, as in its store), ``statistic``, ``estimate``, ``ci_low``, ``ci_high``, ``n``,
-    ``confidence`` and ``pairing`` (``""`` in a mean's row); a metric without
-    conditions has condition ``""``.
+    A DataFrame with the columns ``experiment``, ``reference``, ``condition``, ``metric``,
+    ``units`` (the metric's, as in its store), ``statistic``, ``estimate``, ``ci_low``,
+    ``ci_high``, ``n``, ``confidence`` and ``pairing`` (``""`` in a mean's row); a metric
+    without conditions has condition ``""``.
     """
     confidence = summary.attrs["confidence"]
     names = [str(name) for name in summary.experiment.values]

@@ -56,7 +56,7 @@ def plot_ranked_comparison(
     for ax, metric in zip(axes, metrics, strict=True):
         shown = _shown_condition(summary, metric, condition)
         cell = summary.sel(metric=metric, condition=shown)
-        mean, low, high = (cell[name].values.astype(float) for name in ("mean", "ci_low", "ci_high"))
+        mean, low, high = (cell[v].values.astype(float) for v in ("mean", "ci_low", "ci_high"))
         # Lowest first; experiments without a finite mean (diverged, or without the
         # metric) are left out and counted in the axis label.
         finite = np.flatnonzero(np.isfinite(mean))
