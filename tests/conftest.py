@@ -17,6 +17,18 @@ import pytest
 import motorflow as mf
 import motorflow.pipeline as mfp
 
+# XLA's backend (LLVM) optimisation is most of the compile time of the tests' tiny
+# programs, which run for milliseconds: a fresh process's tiny training costs 44 CPU-s
+# with it and 18 without (benchmarks/README.md, "The test suite's time"). The tests run
+# without it: every process of the session (xdist workers, each snakemake, its jobs and
+# warm workers, the tests' subprocesses) inherits this variable. The programs are the same
+# HLO, their numbers agree to float32 rounding, and every comparison is between two runs
+# of one session. `MOTORFLOW_TEST_OPTIMIZED=1 pytest` runs the suite as users' jobs
+# compile.
+if not os.environ.get("MOTORFLOW_TEST_OPTIMIZED"):
+    os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] = "1"
+    jax.config.update("jax_disable_most_optimizations", True)
+
 
 def tiny_model_config(**network) -> mf.ModelConfig:
     # Noise on: a test of keys or resuming must be able to tell a right key from a wrong one.
