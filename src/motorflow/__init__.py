@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from ._analysis._tuning import TuningAnalysis, directional_tuning
     from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
     from ._config import (
-        ConfigError,
         FeedbackConfig,
         LossConfig,
         ModelConfig,
@@ -58,7 +57,7 @@ if TYPE_CHECKING:
         TrainConfig,
         check_model_fits_task,
     )
-    from ._config_base import ConfigErrors
+    from ._config_errors import ConfigError, ConfigErrors
     from ._evaluate import condition_trials, evaluate, rollout_ensemble
     from ._figures import (
         curve_interval,

@@ -17,14 +17,13 @@ from ._cells import CELLS
 from ._config_base import (
     Block,
     Boolean,
-    ConfigError,
     NonNegativeInt,
     NonNegativeNumber,
     PositiveInt,
     PositiveNumber,
     Text,
-    plain,
 )
+from ._config_errors import ConfigError, plain
 from ._losses import LossConfig
 from ._plants import AnyPlantConfig, PointMassConfig
 from ._tasks import TaskConfig, WorkspaceTask

@@ -12,7 +12,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int
 
-from .._config import ConfigError, OptimizerConfig, TrainConfig
+from .._config import OptimizerConfig, TrainConfig
+from .._config_errors import ConfigError
 from .._model._attribute_paths import attribute_getter
 
 

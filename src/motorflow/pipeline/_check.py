@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-from .._config_base import ConfigError, Problems
+from .._config_errors import ConfigError, Problems
 from ._config_file import load_config_file
 from ._experiments import Experiment, _experiment_specs, resolve_experiments
 from ._job_settings import job_run_settings, job_settings

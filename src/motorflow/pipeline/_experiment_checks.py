@@ -16,7 +16,7 @@ from .._config import (
     TaskConfig,
     TrainConfig,
 )
-from .._config_base import ConfigError, Problems
+from .._config_errors import ConfigError, Problems
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
 from ._workflow_config import ExperimentSpec, WorkflowConfig

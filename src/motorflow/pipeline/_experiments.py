@@ -24,8 +24,9 @@ from .._config import (
     check_training_fits_model,
     check_training_fits_task,
 )
-from .._config_base import ConfigError, Problems, over_block
-from .._config_base import problems as problems_of
+from .._config_base import over_block
+from .._config_errors import ConfigError, Problems
+from .._config_errors import problems as problems_of
 from .._identity import json_digest
 from .._model._ensemble import build_model
 from .._tasks import Task

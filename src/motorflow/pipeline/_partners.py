@@ -18,7 +18,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._config import ModelConfig, TrainConfig
-from .._config_base import Block, ConfigError, one_error, plain
+from .._config_base import Block
+from .._config_errors import ConfigError, one_error, plain
 
 
 @dataclasses.dataclass(frozen=True)

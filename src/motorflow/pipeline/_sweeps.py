@@ -9,7 +9,8 @@ from typing import Any
 
 import pydantic
 
-from .._config_base import ConfigError, config_error, merge_settings
+from .._config_base import merge_settings
+from .._config_errors import ConfigError, config_error
 from ._grid import grid_point_list
 from ._workflow_config import ExperimentSpec, SweepSpec
 

@@ -21,18 +21,8 @@ from pydantic.json_schema import GenerateJsonSchema
 
 from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig, SummaryMetric
 from .._config import ModelConfig, TrainConfig
-from .._config_base import (
-    Block,
-    Boolean,
-    ConfigError,
-    NonNegativeInt,
-    Number,
-    PositiveInt,
-    PositiveNumber,
-    Text,
-    config_error,
-    one_error,
-)
+from .._config_base import Block, Boolean, NonNegativeInt, Number, PositiveInt, PositiveNumber, Text
+from .._config_errors import ConfigError, config_error, one_error
 from .._metrics import METRIC_UNITS
 from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
