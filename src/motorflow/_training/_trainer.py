@@ -14,12 +14,12 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
-from .._config import TrainConfig
 from .._losses import loss_terms, total_loss
 from .._model._ensemble import n_replicates, take_replicate
 from .._model._episode import run_trials
 from .._model._loop import PLAIN, RolloutOptions
 from .._tasks import Task, Trials
+from ._config import TrainConfig
 from ._divergence import HEALTHY, all_finite, keep_where
 from ._optimizer import LeafOptimizer
 from ._run_record import named_arrays

@@ -27,11 +27,12 @@ import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
-from .._config import ModelConfig, SnapshotConfig, TrainConfig
+from .._config import ModelConfig
 from .._config_base import Block
 from .._perturbations import PERTURBATIONS, AbstractPerturbation
 from .._plants import PLANTS, PlantConfig
 from .._tasks import TASKS, TaskConfig, parse_task
+from .._training._config import SnapshotConfig, TrainConfig
 from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule

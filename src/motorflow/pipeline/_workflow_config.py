@@ -20,12 +20,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, mod
 from pydantic.json_schema import GenerateJsonSchema
 
 from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig, SummaryMetric
-from .._config import ModelConfig, TrainConfig
+from .._config import ModelConfig
 from .._config_base import Block, Boolean, NonNegativeInt, Number, PositiveInt, PositiveNumber, Text
 from .._config_errors import ConfigError, config_error, one_error
 from .._metrics import METRIC_UNITS
 from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
+from .._training._config import TrainConfig
 from ._results_folder import FOLDER_PATTERN as RESULTS_FOLDER_PATTERN
 from ._results_folder import check_results_folder
 
