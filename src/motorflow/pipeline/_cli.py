@@ -36,7 +36,7 @@ def schema_text() -> str:
     """The schema file's text: a header, then the schema as block-style YAML."""
     import yaml
 
-    from ._workflow_config import config_json_schema
+    from ._config_schema import config_json_schema
 
     return SCHEMA_HEADER + yaml.safe_dump(config_json_schema(), sort_keys=False, width=88)
 
