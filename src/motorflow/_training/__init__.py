@@ -1,7 +1,8 @@
 """Training an ensemble.
 
 - `_trainer`: the pure, compiled functions (:class:`Trainer`: init, a chunk of
-  batches, validation) over the state of `_state`.
+  batches, validation) over the state of `_state`; `_replicate_updates`: a batch's
+  update of every replicate.
 - `_driver`: the resumable :func:`train` around them, with `_resume`,
   `_checkpoint`, `_history`, `_progress`, `_preemption`, `_run_record`,
   `_run_identity` and `_tensorboard`.
