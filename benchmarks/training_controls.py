@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import motorflow as mf
+from motorflow._training._replicate_updates import update_replicates
 
 SIZES = {
     # (replicates, trials, steps, hidden units, batches per call)
@@ -68,7 +69,8 @@ def plain_chunk(trainer: mf.Trainer):
 
         def body(carry, xs):
             batch_trials, batch = xs
-            params, opt_state, learning_state, losses, _ = trainer._update(
+            params, opt_state, learning_state, losses, _ = update_replicates(
+                trainer,
                 *carry,
                 fixed,
                 batch_trials,

@@ -12,7 +12,7 @@ from workflow_helpers import REPO
 import motorflow as mf
 from motorflow._analysis._config import SummaryMetric
 from motorflow._metrics import Reach, compute_metrics
-from motorflow.pipeline._workflow_config import ProtocolMetric
+from motorflow.pipeline._cross_experiment_specs import ProtocolMetric
 
 
 def states(go_cue: bool = True) -> xr.Dataset:

@@ -47,18 +47,8 @@ if TYPE_CHECKING:
     from ._analysis._statistics import bootstrap_interval, summarise, summary_table
     from ._analysis._tuning import TuningAnalysis, directional_tuning
     from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
-    from ._config import (
-        ConfigError,
-        FeedbackConfig,
-        LossConfig,
-        ModelConfig,
-        NetworkConfig,
-        OptimizerConfig,
-        ScheduleConfig,
-        TrainConfig,
-        check_model_fits_task,
-    )
-    from ._config_base import ConfigErrors
+    from ._config import FeedbackConfig, ModelConfig, NetworkConfig, check_model_fits_task
+    from ._config_errors import ConfigError, ConfigErrors
     from ._evaluate import condition_trials, evaluate, rollout_ensemble
     from ._figures import (
         curve_interval,
@@ -85,6 +75,7 @@ if TYPE_CHECKING:
         FinalVelocityTerm,
         HiddenTerm,
         HoldTerm,
+        LossConfig,
         PositionTerm,
         loss_terms,
         total_loss,
@@ -148,6 +139,7 @@ if TYPE_CHECKING:
         WorkspaceTask,
     )
     from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
+    from ._training._config import OptimizerConfig, ScheduleConfig, TrainConfig
     from ._training._divergence import NonFiniteLossError
     from ._training._driver import TrainResult, train
     from ._training._history import empty_history, history_dataset

@@ -1,6 +1,7 @@
 """The cross-experiment comparison figure: each replicate, the mean with its bootstrap
 interval, paired replicates joined, each experiment's difference to the first, and
-the training curves side by side."""
+the training curves side by side (their panels in `_comparison_curves`, the grid in
+`_comparison_layout`)."""
 
 from __future__ import annotations
 
@@ -12,103 +13,22 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._style import (
-    axis_label,
-    log_scale_if_possible,
-    suptitle,
+from ._comparison_curves import draw_alignment, draw_curves
+from ._comparison_layout import (
+    experiment_ticks,
+    legend_columns,
+    metric_width,
+    tick_label_room,
+    wrapped_grid,
 )
+from ._style import axis_label, log_scale_if_possible, suptitle
 
 REPLICATE_COLOR = "tab:blue"
 PAIRING_COLOR = "0.6"
 _REPLICATE_SPREAD = 0.12  # half the width of a column's dots, in experiments
 _INTERVAL_OFFSET = 0.22  # the interval stands right of the dots, never over them
-
-
-MAX_WIDTH = 16.0  # inches: a comparison of any size stays within a screen's width
-_PANEL_HEIGHT = 3.6  # inches, per row of panels
-_MAX_TILTED = 6  # experiments whose tick labels still fit tilted rather than upright
-_MAX_TILTED_CHARACTERS = 14  # and the longest name that does
 _CURVE_WIDTH = 4.0  # inches: a curves panel without its legend
 _LEGEND_WIDTH = 1.7  # inches per column of a legend beside a panel
-_LEGEND_ROWS = 12  # entries per legend column, so that a legend fits its panel's height
-
-
-def _legend_columns(n_entries: int) -> int:
-    return max(1, -(-n_entries // _LEGEND_ROWS))
-
-
-def _metric_width(n_experiments: int) -> float:
-    """A metric panel's width in inches: room for each experiment's tilted tick label
-    (two lines of 8 pt text), never wider than the figure's bound."""
-    return min(MAX_WIDTH, max(3.5, 0.42 * n_experiments + 1.5))
-
-
-def _experiment_color(index: int, n_experiments: int) -> object:
-    """An experiment's colour in the curves: the default cycle up to 10 experiments,
-    past that the 20 of ``tab20`` (so that no two of up to 20 share one)."""
-    if n_experiments <= 10:
-        return f"C{index}"
-    return mpl.colormaps["tab20"](index % 20)
-
-
-def _label_room(labels: list[str]) -> float:
-    """Inches below a panel that its upright tick labels take (about 0.07 in per
-    character at the default 10 pt), so that long names do not squash the data."""
-    longest = max(len(line) for label in labels for line in label.split("\n"))
-    if len(labels) <= _MAX_TILTED and longest <= _MAX_TILTED_CHARACTERS:
-        return 0.0
-    return 0.07 * longest
-
-
-def _wrapped_grid(
-    fig: Figure,
-    widths: list[float],
-    n_rows: int,
-    *,
-    below: list[bool],
-    label_room: list[float],
-) -> np.ndarray:
-    """Axes `(n_rows, len(widths))`: a column of `n_rows` panels per width, the columns
-    wrapped into as many bands as keep each band within `MAX_WIDTH` inches; `fig` is
-    sized to hold them. Each column's panels stay one above the other, and the axes are
-    made row by row (every column's top panel first), so `fig.axes` reads like the grid.
-    A band none of whose columns draws `below` (its lower panels) has the height of
-    one row (its lower panels are empty stand-ins), and each band is as much taller as its columns' `label_room` (inches)."""
-    bands: list[list[int]] = [[]]
-    for column, width in enumerate(widths):
-        if bands[-1] and sum(widths[c] for c in bands[-1]) + width > MAX_WIDTH:
-            bands.append([])
-        bands[-1].append(column)
-    fig_width = max(sum(widths[c] for c in band) for band in bands)
-    rows = [n_rows if any(below[c] for c in band) else 1 for band in bands]
-    heights = [
-        (_PANEL_HEIGHT + max(label_room[c] for c in band)) * used
-        for band, used in zip(bands, rows, strict=True)
-    ]
-    fig.set_size_inches(fig_width, sum(heights) + 0.5)
-    outer = fig.add_gridspec(len(bands), 1, height_ratios=heights)
-    cells: dict[int, tuple] = {}
-    for band_index, (band, used) in enumerate(zip(bands, rows, strict=True)):
-        ratios = [widths[c] for c in band]
-        spare = fig_width - sum(ratios)
-        inner = outer[band_index].subgridspec(
-            used, len(band) + (spare > 0.01), width_ratios=ratios + [spare] * (spare > 0.01)
-        )
-        cells.update({column: (inner, place, used) for place, column in enumerate(band)})
-
-    def panel(row: int, column: int) -> Axes:
-        inner, place, used = cells[column]
-        if row < used:
-            return fig.add_subplot(inner[row, place])
-        # A band without lower panels: an empty stand-in, outside the layout and unseen.
-        stand_in = fig.add_axes((0.0, 0.0, 1e-6, 1e-6))
-        stand_in.set_in_layout(False)
-        stand_in.set_axis_off()
-        return stand_in
-
-    return np.array(
-        [[panel(row, c) for c in range(len(widths))] for row in range(n_rows)], dtype=object
-    )
 
 
 def _replicate_offsets(n: int) -> np.ndarray:
@@ -184,22 +104,6 @@ def _join_pairs(ax: Axes, x: float, left: np.ndarray, right: np.ndarray) -> None
     )
 
 
-def _experiment_ticks(ax: Axes, labels: list[str]) -> None:
-    tilt = len(labels) > 3 or any(len(line) > 12 for label in labels for line in label.split("\n"))
-    # Past a few experiments, upright labels: tilted ones would cross their neighbours'.
-    long = any(len(line) > _MAX_TILTED_CHARACTERS for label in labels for line in label.split("\n"))
-    rotation = 90 if len(labels) > _MAX_TILTED or long else 30 if tilt else 0
-    ax.set_xticks(
-        range(len(labels)),
-        labels,
-        rotation=rotation,
-        ha="right" if tilt else "center",
-        va="center" if rotation == 90 else "top",
-        rotation_mode="anchor",
-    )
-    ax.set_xlim(-0.6, len(labels) - 0.4)
-
-
 def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrasts: bool) -> None:
     line = mpl.lines.Line2D
     handles = [
@@ -221,100 +125,6 @@ def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrast
     if contrasts:
         handles.append(line([], [], color="0.3", lw=0.8, ls="--", label="no difference"))
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
-
-
-def _draw_curves(
-    ax: Axes,
-    curves: Mapping[str, xr.DataArray],
-    order: list[str],
-    *,
-    per_batch: Mapping[str, float] | None = None,
-    xlabel: str = "batch",
-    legend: bool = True,
-) -> None:
-    """Each experiment's validation loss against batch (or, with `per_batch`, against
-    batch times each experiment's value there: trials or seconds; an experiment without
-    one is left out): a thin line per replicate and a thick one for their mean, one
-    colour per experiment (its place in `order`), named in a legend beside the panel
-    (with `legend`)."""
-    drawn = []
-    for name, curve in curves.items():
-        if per_batch is not None and name not in per_batch:
-            continue
-        color = _experiment_color(order.index(name), len(order))
-        curve = curve.isel(validation_step=curve.notnull().any("replicate").values)
-        x = curve.validation_step.values * (1 if per_batch is None else per_batch[name])
-        for replicate in curve.replicate.values:
-            ax.plot(
-                x,
-                curve.sel(replicate=replicate),
-                color=color,
-                lw=0.6,
-                alpha=0.4,
-                gid="replicate curve",
-            )
-        ax.plot(x, curve.mean("replicate"), color=color, lw=2, label=name, gid="mean curve")
-        drawn.append(np.ravel(curve.values))
-    if drawn:
-        log_scale_if_possible(ax, np.concatenate(drawn))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("validation loss, total (a.u.)")
-    ax.set_title(
-        "training: replicates (thin) and mean"
-        if per_batch is None
-        else f"the same against {xlabel.split(' (')[0]}",
-        fontsize="medium",
-    )
-    if legend:
-        ax.legend(
-            fontsize="small",
-            title="experiment",
-            title_fontsize="small",
-            loc="upper left",
-            bbox_to_anchor=(1.02, 1.0),
-            ncols=_legend_columns(len(curves)),
-        )
-
-
-_GROUP_STYLES = ("-", "--", ":", "-.")
-
-
-def _draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list[str]) -> None:
-    """Each experiment's gradient alignment against batch: the mean over replicates of
-    the cosine between its rule's update and the BPTT gradient, a line per trained
-    array (line style) in the experiment's colour (as in the training curves)."""
-    groups: list[str] = []
-    for name, cosine in alignment.items():
-        index = order.index(name)
-        cosine = cosine.isel(validation_step=cosine.notnull().any(("group", "replicate")).values)
-        for group in cosine.group.values:
-            if str(group) not in groups:
-                groups.append(str(group))
-            ax.plot(
-                cosine.validation_step.values,
-                cosine.sel(group=group).mean("replicate"),
-                color=_experiment_color(index, len(order)),
-                ls=_GROUP_STYLES[groups.index(str(group)) % len(_GROUP_STYLES)],
-                lw=1.4,
-                gid="alignment curve",
-            )
-    ax.axhline(0.0, color="0.3", lw=0.8, ls="--", zorder=1)
-    ax.set_ylim(-1.05, 1.05)
-    ax.set_xlabel("batch")
-    ax.set_ylabel("cosine with the BPTT gradient (1)")
-    ax.set_title("gradient alignment: mean of the replicates", fontsize="medium")
-    handles = [
-        mpl.lines.Line2D([], [], color="0.2", ls=_GROUP_STYLES[i % len(_GROUP_STYLES)], label=g)
-        for i, g in enumerate(groups)
-    ]
-    ax.legend(
-        handles=handles,
-        fontsize="small",
-        title="trained array",
-        title_fontsize="small",
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-    )
 
 
 def plot_comparison(
@@ -386,9 +196,9 @@ def plot_comparison(
     )
     # The curves' legend (one for every curve panel: the colours are the same) beside
     # the first; the alignment's beside it.
-    widths = [_metric_width(len(names))] * len(metrics)
+    widths = [metric_width(len(names))] * len(metrics)
     if curves is not None:
-        widths.append(_CURVE_WIDTH + _LEGEND_WIDTH * _legend_columns(len(curves)))
+        widths.append(_CURVE_WIDTH + _LEGEND_WIDTH * legend_columns(len(curves)))
     widths += [_CURVE_WIDTH] * len(budgets)
     widths += [_CURVE_WIDTH + _LEGEND_WIDTH] * (n_columns - len(widths))
     fig = Figure(layout="constrained")
@@ -396,15 +206,15 @@ def plot_comparison(
     # Below the curves: the alignment, if it has no column of its own.
     below = [contrasts] * len(metrics) + [below_curves and bool(alignment)] * (n_other > 0)
     below += [False] * (n_columns - len(below))
-    room = [_label_room(names)] * len(metrics) + [0.0] * n_other
-    grid = _wrapped_grid(fig, widths, n_rows, below=below, label_room=room)
+    room = [tick_label_room(names)] * len(metrics) + [0.0] * n_other
+    grid = wrapped_grid(fig, widths, n_rows, below=below, label_room=room)
     curve_column = len(metrics) if curves is not None else None
     if curve_column is not None:
-        _draw_curves(grid[0, curve_column], curves, names)
+        draw_curves(grid[0, curve_column], curves, names)
         if contrasts and not alignment:
             grid[1, curve_column].set_axis_off()
         for offset, (per_batch, label) in enumerate(budgets, start=1):
-            _draw_curves(
+            draw_curves(
                 grid[0, curve_column + offset],
                 curves,
                 names,
@@ -415,7 +225,7 @@ def plot_comparison(
             if contrasts:
                 grid[1, curve_column + offset].set_axis_off()
     if alignment:
-        _draw_alignment(grid[1, curve_column] if below_curves else grid[0, -1], alignment, names)
+        draw_alignment(grid[1, curve_column] if below_curves else grid[0, -1], alignment, names)
         if contrasts and not below_curves:
             grid[1, -1].set_axis_off()
     for column, metric in enumerate(metrics):
@@ -431,7 +241,7 @@ def plot_comparison(
         for x, joined in enumerate(adjacent_paired):
             if joined:
                 _join_pairs(ax, x, columns[x], columns[x + 1])
-        _experiment_ticks(ax, names)
+        experiment_ticks(ax, names)
         label = _metric_label(summary, metric)
         ax.set_ylabel(label)
         ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
@@ -457,7 +267,7 @@ def plot_comparison(
                 float(at.difference_ci_high),
             )
             ticks.append(f"{name}\n{'paired' if paired[x, 0] else 'unpaired'}")
-        _experiment_ticks(ax, ticks)
+        experiment_ticks(ax, ticks)
         ax.set_ylabel(f"{label}\nminus {reference}")
     _comparison_legend(
         fig, summary.attrs["confidence"], paired=any(adjacent_paired), contrasts=contrasts

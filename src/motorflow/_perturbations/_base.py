@@ -11,7 +11,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 from pydantic import Field, PlainSerializer, PlainValidator, Strict, WithJsonSchema
 
-from .._config_base import Block, ConfigError
+from .._config_base import Block
+from .._config_errors import ConfigError
 
 # A window edge within this fraction of a step of a step's time counts as that step,
 # so ``start: 0.3`` with ``dt: 0.01`` starts at step 30 despite float rounding.

@@ -9,8 +9,9 @@ from __future__ import annotations
 from .._config_base import registry, tagged_union
 from ._arm import ArmConfig, ArmState, TwoLinkArm
 from ._base import AbstractPlant, PlantConfig
+from ._hill_muscle import hill_force
 from ._integrate import METHODS, step
-from ._muscles import MuscleArm, MuscleArmConfig, MuscleArmState, hill_force
+from ._muscles import MuscleArm, MuscleArmConfig, MuscleArmState
 from ._point_mass import PointMass, PointMassConfig, PointMassState
 
 # The registry: a plant's config `kind` -> its settings class (whose `build` makes it).

@@ -14,7 +14,8 @@ from typing import Any
 
 import pydantic
 
-from .._config_base import ConfigError, config_error, registry, tagged_union
+from .._config_base import registry, tagged_union
+from .._config_errors import ConfigError, config_error
 from ._base import MAX_PERTURBATIONS, CenterOutConfig, TaskConfig
 from ._delayed import DelayedReachConfig
 from ._posture import PostureConfig

@@ -17,7 +17,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from pydantic import Field, model_validator
 
-from .._config_base import ConfigError, NonNegativeInt
+from .._config_base import NonNegativeInt
+from .._config_errors import ConfigError
 from ._reach import ReachConfig
 from ._trials import CenterOut, Trials
 

@@ -10,7 +10,8 @@ import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 from pydantic import Field, model_validator
 
-from .._config_base import ConfigError, Point, plain
+from .._config_base import Point
+from .._config_errors import ConfigError, plain
 from ._base import TaskConfig
 from ._trials import Trials
 

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, Int
 
-from .._config import OptimizerConfig
+from ._config import OptimizerConfig
 
 
 def learning_rate_schedule(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._config import TrainConfig
+from ._config import TrainConfig
 from ._schedule import WallClock
 
 # Batches per compiled call at most: bounds how long a wall-time checkpoint, a log

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._config import TrainConfig
 from ._checkpoint import Checkpoints, CheckpointStore
+from ._config import TrainConfig
 from ._history import History
 from ._state import TrainState
 

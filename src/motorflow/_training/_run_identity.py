@@ -9,9 +9,9 @@ import jax
 import numpy as np
 from jaxtyping import PRNGKeyArray
 
-from .._config import TrainConfig
 from .._identity import code_version, json_digest, tree_digest
 from .._tasks import CenterOut, Task, Trials
+from ._config import TrainConfig
 
 
 def trials_to_validate_on(task: Task, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:

@@ -26,7 +26,8 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import Field, Strict
 
-from .._config_base import Block, ConfigError, PositiveInt, PositiveNumber
+from .._config_base import Block, PositiveInt, PositiveNumber
+from .._config_errors import ConfigError
 
 
 class ExponentialSpacing(Block):

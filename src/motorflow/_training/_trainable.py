@@ -12,8 +12,9 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Int
 
-from .._config import ConfigError, OptimizerConfig, TrainConfig
+from .._config_errors import ConfigError
 from .._model._attribute_paths import attribute_getter
+from ._config import OptimizerConfig, TrainConfig
 
 
 def _check_path(model: Any, path: str, config_key: str) -> None:

@@ -14,16 +14,17 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Bool, Int, PRNGKeyArray
 
-from .._config import TrainConfig
 from .._losses import loss_terms, total_loss
 from .._model._ensemble import n_replicates, take_replicate
 from .._model._episode import run_trials
 from .._model._loop import PLAIN, RolloutOptions
 from .._tasks import Task, Trials
-from ._divergence import HEALTHY, all_finite, keep_where
+from ._config import TrainConfig
+from ._divergence import HEALTHY
 from ._optimizer import LeafOptimizer
+from ._replicate_updates import update_replicates
 from ._run_record import named_arrays
-from ._segments import learn_in_segments, trial_pieces
+from ._segments import trial_pieces
 from ._sharding import ReplicateLayout
 from ._shared_programs import program_parts, shared_program
 from ._state import BatchRecords, TrainState
@@ -228,117 +229,6 @@ class Trainer(eqx.Module):
         stage = jnp.searchsorted(self.stage_starts, batch, side="right") - 1
         return jax.tree.map(lambda table: table[stage], self.stage_tables)
 
-    def _term_gradient_norms(self, params, frozen, trials: Trials, key, trained_in):
-        """Per loss term, the gradient norm of its weighted part (one backward pass each)."""
-        names = list(self.config.loss.terms)
-        weights = jnp.asarray([term.weight for term in self.config.loss.terms.values()])
-
-        options = self.config.learning.backpropagation_options()
-
-        def weighted(params):
-            _, (terms, _) = self._replicate_loss(params, frozen, trials, key, options=options)
-            return weights * jnp.stack([terms[name] for name in names])
-
-        values, pullback = jax.vjp(weighted, params)
-        (grads,) = jax.vmap(pullback)(jnp.eye(len(names), dtype=values.dtype))
-        norms = jax.vmap(lambda g: self.optimizer.gradient_norm(g, trained_in))(grads)
-        return dict(zip(names, norms, strict=True))
-
-    def _update(
-        self,
-        params,
-        opt_state,
-        learning_state,
-        fixed,
-        trials: Trials,
-        key,
-        healthy,
-        batch,
-        rule_flags,
-    ):
-        """One batch's update of every replicate; a replicate not `healthy`, or whose
-        loss or new parameters are not finite, keeps its parameters, optimizer and
-        learning-rule state. Returns those, the losses and gradient norms (NaN where not
-        healthy) and whether each replicate's update was kept."""
-
-        def one(params, opt_state, learning_state, fixed, trials, key, healthy, batch, rule_flags):
-            frozen, _ = fixed
-            trained_in = self._trained_in(batch)
-            state = (params, opt_state, learning_state)
-            segment_length = self.learning_rule.segment_length()
-            if segment_length is None:
-                problem = self.replicate_batch(params, frozen, trials, key)
-                new_state, total, terms, grads, _ = self._learn(
-                    problem,
-                    state,
-                    fixed,
-                    batch,
-                    trained_in,
-                    rule_flags,
-                    states=bool(self.update_rules),
-                )
-            else:
-                new_state, total, terms, grads = learn_in_segments(
-                    self, state, fixed, trials, key, batch, trained_in, segment_length
-                )
-            new_params = new_state[0]
-            norms = {"total": self.optimizer.gradient_norm(grads, trained_in)}
-            if self.config.gradient_norms == "per_term":
-                norms |= self._term_gradient_norms(params, frozen, trials, key, trained_in)
-            losses = {**terms, "total": total}
-            # Watching the losses in the update costs XLA's CPU backend ~15% per batch
-            # at the tutorial size (the parameters cost nothing), so only isolation,
-            # which must not take a step from a non-finite loss, watches them here; a
-            # stopping run finds a non-finite loss among the recorded ones.
-            watched = (losses, new_params) if self.isolate else new_params
-            ok = healthy & all_finite(watched)
-            params, opt_state, learning_state = keep_where(ok, new_state, state)
-            records = jax.tree.map(lambda x: jnp.where(healthy, x, jnp.nan), (losses, norms))
-            return params, opt_state, learning_state, records, ok
-
-        keys = self.layout.spread(jax.random.split(key, self.n_replicates))
-        shared = self.config.shared_trials
-        if shared:
-            trials = jax.tree.map(lambda x: x[0], trials)
-
-        # On CPU, one replicate after another (lax.map, not vmap): a replicate's trials
-        # then form plain 2-D matmuls, which XLA runs faster on CPU than batched ones
-        # (2.4x at the tutorial size), and its arithmetic does not depend on how many
-        # replicates share a device, so a sharded run is bitwise-identical to one device.
-        def local(
-            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
-        ):
-            def replicate(xs):
-                params, opt_state, learning_state, fixed, key, healthy, *own = xs
-                trials_here = own[0] if own else trials
-                return one(
-                    params,
-                    opt_state,
-                    learning_state,
-                    fixed,
-                    trials_here,
-                    key,
-                    healthy,
-                    batch,
-                    rule_flags,
-                )
-
-            xs = (
-                params,
-                opt_state,
-                learning_state,
-                fixed,
-                keys,
-                healthy,
-                *(() if shared else (trials,)),
-            )
-            return jax.lax.map(replicate, xs, batch_size=self._replicates_per_step)
-
-        replicated = (4, 7, 8) if shared else (7, 8)
-        return self.layout.per_device(local, replicated_args=replicated)(
-            params, opt_state, learning_state, fixed, trials, keys, healthy, batch, rule_flags
-        )
-
     @shared_program
     def run_chunk(
         self,
@@ -371,7 +261,8 @@ class Trainer(eqx.Module):
         def step(carry, batch_trials, batch, flags):
             params, opt_state, learning_state, diverged_at = carry
             healthy = diverged_at == HEALTHY
-            params, opt_state, learning_state, (losses, norms), ok = self._update(
+            params, opt_state, learning_state, (losses, norms), ok = update_replicates(
+                self,
                 params,
                 opt_state,
                 learning_state,

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     )
     from ._check import CheckedConfig, check_config, read_config
     from ._config_file import load_config_file
+    from ._config_names import check_name
+    from ._config_schema import config_json_schema
+    from ._cross_experiment_specs import SweepSpec
     from ._datasets import StoreError, open_dataset, read_states, write_dataset
     from ._describe import describe_experiment
     from ._devices import claim_gpus, use_devices, visible_gpus
@@ -77,14 +80,7 @@ if TYPE_CHECKING:
     )
     from ._sweeps import grid_points
     from ._warm_workers import WarmWorkers, start_warm_workers
-    from ._workflow_config import (
-        EvaluationConfig,
-        SweepSpec,
-        WorkflowConfig,
-        check_name,
-        config_json_schema,
-        parse_config,
-    )
+    from ._workflow_config import EvaluationConfig, WorkflowConfig, parse_config
 
 __getattr__, __dir__ = lazy_names(__name__)
 

@@ -15,12 +15,13 @@ from typing import Any
 
 import jsonschema
 
-from .._config_base import ConfigError, Problems
+from .._config_errors import ConfigError, Problems
 from ._config_file import load_config_file
+from ._config_schema import config_json_schema
 from ._experiments import Experiment, _experiment_specs, resolve_experiments
 from ._job_settings import job_run_settings, job_settings
 from ._sweeps import grid_points
-from ._workflow_config import WorkflowConfig, config_json_schema, parse_config
+from ._workflow_config import WorkflowConfig, parse_config
 
 
 @dataclasses.dataclass(frozen=True)

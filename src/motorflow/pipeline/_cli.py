@@ -36,7 +36,7 @@ def schema_text() -> str:
     """The schema file's text: a header, then the schema as block-style YAML."""
     import yaml
 
-    from ._workflow_config import config_json_schema
+    from ._config_schema import config_json_schema
 
     return SCHEMA_HEADER + yaml.safe_dump(config_json_schema(), sort_keys=False, width=88)
 
@@ -128,7 +128,7 @@ def check(paths: Sequence[str]) -> int:
     """Check the config in `paths` (merged in order): 0 and a line per experiment when
     it is valid; 1 and a line per problem (``file:line:column`` or key path, value,
     what is allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
-    from .._config_base import ConfigError, problems
+    from .._config_errors import ConfigError, problems
     from ._check import check_config, read_config
     from ._estimate import preflight
     from ._results_folder import check_results_owner, results_folder

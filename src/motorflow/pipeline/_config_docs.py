@@ -27,23 +27,17 @@ import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
-from .._config import ModelConfig, SnapshotConfig, TrainConfig
+from .._config import ModelConfig
 from .._config_base import Block
 from .._perturbations import PERTURBATIONS, AbstractPerturbation
 from .._plants import PLANTS, PlantConfig
 from .._tasks import TASKS, TaskConfig, parse_task
+from .._training._config import SnapshotConfig, TrainConfig
 from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule
-from ._workflow_config import (
-    ComparisonSpec,
-    ExperimentSpec,
-    ProtocolSpec,
-    ResourcesConfig,
-    StageResources,
-    SweepSpec,
-    WorkflowConfig,
-)
+from ._cross_experiment_specs import ComparisonSpec, ProtocolSpec, SweepSpec
+from ._workflow_config import ExperimentSpec, ResourcesConfig, StageResources, WorkflowConfig
 
 # Each family: its registry and the base class whose keys every member shares.
 FAMILIES: dict[str, tuple[Mapping[str, type[Block]], type[Block]]] = {

@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .._config import ConfigError
+from .._config_errors import ConfigError
 
 MAX_BYTES = 1_000_000
 # Sections, blocks and settings nest a handful of levels; 64 leaves room and no crash.

@@ -31,7 +31,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from .._config_base import ConfigError
+from .._config_errors import ConfigError
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
 from ._experiment_checks import trial_spec_bytes

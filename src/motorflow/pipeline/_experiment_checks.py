@@ -11,14 +11,11 @@ import equinox as eqx
 import jax
 
 from .._analysis._config import ANALYSES
-from .._config import (
-    ModelConfig,
-    TaskConfig,
-    TrainConfig,
-)
-from .._config_base import ConfigError, Problems
+from .._config import ModelConfig, TaskConfig
+from .._config_errors import ConfigError, Problems
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
+from .._training._config import TrainConfig
 from ._workflow_config import ExperimentSpec, WorkflowConfig
 
 if TYPE_CHECKING:  # it imports these checks

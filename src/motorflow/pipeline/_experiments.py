@@ -19,16 +19,17 @@ import jax
 from .._config import (
     ModelConfig,
     TaskConfig,
-    TrainConfig,
     check_model_fits_task,
     check_training_fits_model,
     check_training_fits_task,
 )
-from .._config_base import ConfigError, Problems, over_block
-from .._config_base import problems as problems_of
+from .._config_base import over_block
+from .._config_errors import ConfigError, Problems
+from .._config_errors import problems as problems_of
 from .._identity import json_digest
 from .._model._ensemble import build_model
 from .._tasks import Task
+from .._training._config import TrainConfig
 from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
     check_chains,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._config import RESUME_ONLY_KEYS, ModelConfig, TaskConfig
+from .._config import ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
 from .._plants import ArmConfig
+from .._training._config import RESUME_ONLY_KEYS
 from ._experiments import Experiment
 from ._setting_params import parse_setting_params
 from ._workflow_config import EvaluationConfig, WorkflowConfig

@@ -17,8 +17,10 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .._config import ModelConfig, TrainConfig
-from .._config_base import Block, ConfigError, one_error, plain
+from .._config import ModelConfig
+from .._config_base import Block
+from .._config_errors import ConfigError, one_error, plain
+from .._training._config import TrainConfig
 
 
 @dataclasses.dataclass(frozen=True)

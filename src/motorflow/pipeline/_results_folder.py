@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._config_base import ConfigError
+from .._config_errors import ConfigError
 
 RESULTS_ROOT = "results"
 # The file in a results folder that names the config files writing it.

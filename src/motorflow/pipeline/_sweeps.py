@@ -9,9 +9,11 @@ from typing import Any
 
 import pydantic
 
-from .._config_base import ConfigError, config_error, merge_settings
+from .._config_base import merge_settings
+from .._config_errors import ConfigError, config_error
+from ._cross_experiment_specs import SweepSpec
 from ._grid import grid_point_list
-from ._workflow_config import ExperimentSpec, SweepSpec
+from ._workflow_config import ExperimentSpec
 
 # At most this many experiments in a config, sweeps expanded (each is a train job and
 # about four more). Nothing in a job's command grows with the sweep (a long description

@@ -1,99 +1,33 @@
-"""The workflow config as one typed model, and the JSON Schema generated from it.
+"""The workflow config as one typed model.
 
 Named blocks (``tasks``, ``models``, ``trainings``) are the typed blocks of
 `_config`; ``experiments`` combine them (with partial ``override`` blocks, checked
-once merged, see `_experiments`); ``sweeps`` expand an experiment over a grid. The
-schema Snakemake validates (`workflow/schemas/config.schema.yaml`) is
-:func:`config_json_schema`'s output, never edited by hand.
+once merged, see `_experiments`); ``sweeps`` expand an experiment over a grid
+(`_cross_experiment_specs`, with protocols and comparisons). The JSON Schema
+Snakemake validates is generated from :class:`WorkflowConfig` (`_config_schema`).
 """
 
 from __future__ import annotations
 
-import copy
 import math
-import re
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema, model_validator
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 
-from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig, SummaryMetric
-from .._config import ModelConfig, TrainConfig
-from .._config_base import (
-    Block,
-    Boolean,
-    ConfigError,
-    NonNegativeInt,
-    Number,
-    PositiveInt,
-    PositiveNumber,
-    Text,
-    config_error,
-    one_error,
-)
-from .._metrics import METRIC_UNITS
+from .._analysis._config import AnalysisConfig, StatisticsConfig
+from .._config import ModelConfig
+from .._config_base import Block, Boolean, NonNegativeInt, PositiveInt, PositiveNumber, Text
+from .._config_errors import ConfigError, config_error, one_error
 from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
+from .._training._config import TrainConfig
+from ._config_names import Name
+from ._cross_experiment_specs import ComparisonSpec, ProtocolSpec, SweepSpec
 from ._results_folder import FOLDER_PATTERN as RESULTS_FOLDER_PATTERN
 from ._results_folder import check_results_folder
 
-# The schema's patterns (JSON Schema's `$` ends the text); Python checks the whole
-# string with `re.fullmatch` (a Python `$` alone also matches before a final newline).
-NAME_PATTERN = r"^[A-Za-z0-9_-]+$"
-MAX_NAME_LENGTH = 64
-GRID_SETTING_PATTERN = r"^(seed|(task|model|training)(\.[A-Za-z_][A-Za-z0-9_]*)+)$"
-
-
-def check_name(name: Any, path: str = "") -> str:
-    """Names become paths: only letters, digits, ``_`` and ``-``, at most 64 characters."""
-    if not isinstance(name, str) or not re.fullmatch(NAME_PATTERN, name):
-        raise ConfigError(
-            path,
-            f"{name!r} is not a valid name: use only letters, digits, '_' and '-' "
-            "(names become file paths)",
-        )
-    if len(name) > MAX_NAME_LENGTH:
-        raise ConfigError(
-            path,
-            f"{name[:20]!r}... is {len(name)} characters long; names have at most "
-            f"{MAX_NAME_LENGTH} characters (they become file paths)",
-        )
-    return name
-
-
-def _grid_setting(setting: str) -> str:
-    if not re.fullmatch(GRID_SETTING_PATTERN, setting):
-        raise ConfigError(
-            "",
-            f"{setting!r} is not a sweep setting: use 'seed' or a dotted path starting "
-            "with task., model. or training. (e.g. model.feedback.noise_std)",
-        )
-    return setting
-
-
-def _not_a_yaml_value(name: Any) -> Any:
-    if name is None or isinstance(name, bool):
-        raise ConfigError(
-            "",
-            f"a name read as {name!r}: YAML reads a bare null, ~, true or false as a "
-            'value; quote it ("null": ...) or choose another name',
-        )
-    return name
-
-
-Name = Annotated[
-    str,
-    BeforeValidator(_not_a_yaml_value),
-    AfterValidator(check_name),
-    WithJsonSchema({"type": "string", "pattern": NAME_PATTERN, "maxLength": MAX_NAME_LENGTH}),
-]
-GridSetting = Annotated[
-    str,
-    AfterValidator(_grid_setting),
-    WithJsonSchema({"type": "string", "pattern": GRID_SETTING_PATTERN}),
-]
 Seed = Annotated[NonNegativeInt, Field(lt=2**31)]
 PartialBlock = dict[str, Any]
 
@@ -144,70 +78,6 @@ class ExperimentSpec(Block):
     )
 
 
-MAX_MARKS = 10
-MAX_MARK_LABEL = 60
-
-
-def _is_grid_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-class SweepSpec(Block):
-    """A base experiment expanded over every combination of the `grid`'s values."""
-
-    experiment: Name = Field(description="the base experiment")
-    grid: dict[GridSetting, Annotated[list[Any], Field(min_length=1)]] = Field(
-        min_length=1,
-        description="setting paths (`seed`, or `task.…`, `model.…`, `training.…`) mapped to "
-        "lists of values",
-    )
-    metrics: tuple[SummaryMetric, ...] = Field(
-        ("endpoint_error", "final_validation_loss"),
-        min_length=1,
-        max_length=len(SummaryMetric.__args__),
-        description="what the sweep's figure draws against the swept values, a panel each: "
-        "`final_validation_loss` or a per-trial metric of `metrics.zarr` (averaged over "
-        "trials, in the first evaluation condition)",
-    )
-    marks: dict[Annotated[Text, Field(min_length=1, max_length=MAX_MARK_LABEL)], Number] = Field(
-        {},
-        max_length=MAX_MARKS,
-        description="values of the first grid setting marked on the figure, each by a "
-        "dashed vertical line in every panel with its label: label mapped to value (e.g. "
-        "`feedback loop: 3` over a window in steps). Needs numeric first-setting values",
-    )
-    x_scale: Literal["auto", "linear", "log"] = Field(
-        "auto",
-        description="the figure's x axis: `auto` is logarithmic when the first setting's "
-        "values are positive numbers spanning a factor of 100 or more, else linear; `log` "
-        "needs positive numbers (values and marks)",
-    )
-
-    @model_validator(mode="after")
-    def _marks_and_scale_fit_the_axis(self) -> SweepSpec:
-        setting, values = next(iter(self.grid.items()))
-        numeric = all(_is_grid_number(value) for value in values)
-        if (self.marks or self.x_scale == "log") and not numeric:
-            key = "marks" if self.marks else "x_scale"
-            raise ConfigError(
-                key,
-                f"the figure's x axis is the first grid setting, {setting}, whose values "
-                f"{values} are not all numbers: {key} needs a numeric axis; put a numeric "
-                f"setting first in grid, or remove {key}",
-            )
-        if self.x_scale == "log":
-            below = [("grid." + setting, v) for v in values if v <= 0] + [
-                (f"marks.{label}", v) for label, v in self.marks.items() if v <= 0
-            ]
-            if below:
-                raise ConfigError(
-                    "x_scale",
-                    f"a logarithmic axis needs positive values, but {below[0][0]} has "
-                    f"{below[0][1]}; use x_scale: linear (or auto)",
-                )
-        return self
-
-
 MAX_CONDITIONS = 100
 
 
@@ -252,77 +122,6 @@ class FiguresConfig(Block):
         "quality is 300 to 600; a figure's memory grows with the square of its dpi)",
     )
     max_replicates: PositiveInt = Field(5, description="replicates drawn in the trajectory figure")
-
-
-# Per-trial metrics a protocol figure can show: every metric of `reach_metrics` but
-# reaction time, which only delayed reaches have.
-ProtocolMetric = Literal[tuple(name for name in METRIC_UNITS if name != "reaction_time")]
-
-
-class ProtocolPanel(Block):
-    """One panel of a protocol's paths: a stage's reaches in one evaluation condition."""
-
-    stage: Name = Field(description="one of the protocol's `stages`")
-    condition: Name = Field(description="an evaluation condition (`evaluation.conditions`)")
-    title: Annotated[Text, Field(max_length=60)] = Field(
-        "", description="the panel's title (e.g. `early exposure`); by default stage and condition"
-    )
-
-
-class ProtocolSpec(Block):
-    """A protocol: experiments as the stages of one story (e.g. baseline, adaptation,
-    washout), drawn side by side in each evaluation condition.
-
-    The protocol's figure shows the metric per stage in each condition; with
-    `panels`, a row of hand paths above it (as force-field papers lay out null-field,
-    early-exposure, late-exposure and after-effect reaches); and, when stages keep
-    snapshots (``train.snapshots``), the learning curve: the metric along the
-    batches of those stages, each snapshot evaluated as the final model is.
-    """
-
-    stages: tuple[Name, ...] = Field(
-        min_length=1,
-        max_length=100,
-        description="experiment names, in order (e.g. `[baseline, adapt, washout]`, chained "
-        "with `init_from`)",
-    )
-    metric: ProtocolMetric = Field(
-        "max_lateral_deviation", description="the per-trial metric drawn, averaged over trials"
-    )
-    conditions: tuple[Name, ...] = Field(
-        (),
-        max_length=100,
-        description="the evaluation conditions its summary and learning curve draw, in "
-        "order (e.g. `[null_field, curl_cw]`); empty: all",
-    )
-    panels: tuple[ProtocolPanel, ...] = Field(
-        (),
-        max_length=12,
-        description="hand-path panels, in order: each a `stage` in an evaluation `condition` "
-        "with an optional `title`",
-    )
-
-
-class ComparisonSpec(Block):
-    """A comparison: one hidden-state analysis drawn for several experiments side by
-    side (``figures/comparison-<name>.<format>``), with its numbers in a CSV beside
-    the figure (``figures/comparison-<name>.csv``: per experiment each replicate's
-    value and the mean with its bootstrap interval, as `statistics` sets)."""
-
-    analysis: Literal[tuple(ANALYSES)] = Field(
-        description="the analysis compared; one that draws comparisons (`tuning`: the "
-        "preferred directions' rose histograms and bimodality; `jpca`: the jPC planes and "
-        "the rotational and linear fits)"
-    )
-    experiments: tuple[Name, ...] = Field(
-        min_length=1,
-        max_length=12,
-        description="experiment names, in the figure's order (e.g. `[point_mass, arm, "
-        "muscle_arm]`)",
-    )
-    title: Annotated[Text, Field(max_length=120)] = Field(
-        "", description="the figure's title (by default none)"
-    )
 
 
 SITE_NAME = r"^[A-Za-z0-9_.]+$"
@@ -493,54 +292,3 @@ def parse_config(config: Mapping[str, Any]) -> WorkflowConfig:
         return WorkflowConfig.model_validate(config)
     except pydantic.ValidationError as error:
         raise config_error(error, data=config) from None
-
-
-class _Schema(GenerateJsonSchema):
-    """Titles off (the keys name themselves); each class's docstring is its description."""
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-    def model_schema(self, schema: Any) -> Any:
-        json_schema = super().model_schema(schema)
-        json_schema.pop("title", None)
-        return json_schema
-
-
-def _name_keyed(node: Any) -> Any:
-    """Post-processing of pydantic's schema: constrained dict keys, written as
-    ``patternProperties`` (which lets other keys through), become ``propertyNames``;
-    a tagged union's ``oneOf`` becomes ``anyOf``."""
-    if isinstance(node, dict):
-        node = {key: _name_keyed(value) for key, value in node.items()}
-        if "discriminator" in node and "oneOf" in node:
-            # Every key of a block is optional, so a partial block without its `kind`
-            # (e.g. {n_substeps: 2}) can fit several kinds; the typed config settles it.
-            node["anyOf"] = node.pop("oneOf")
-        patterns = node.pop("patternProperties", None)
-        if patterns:
-            ((pattern, values),) = patterns.items()
-            names: dict[str, Any] = {"pattern": pattern}
-            if pattern == NAME_PATTERN:
-                names["maxLength"] = MAX_NAME_LENGTH
-            node["propertyNames"] = names
-            node["additionalProperties"] = values
-        return node
-    if isinstance(node, list):
-        return [_name_keyed(value) for value in node]
-    return node
-
-
-def config_json_schema() -> dict[str, Any]:
-    """The JSON Schema of a workflow config (draft 2020-12), from :class:`WorkflowConfig`.
-
-    Overrides are described by their blocks' schemas: every key of a block is
-    optional, so a partial block validates.
-    """
-    schema = _name_keyed(WorkflowConfig.model_json_schema(schema_generator=_Schema))
-    override = schema["$defs"]["Override"]["properties"]
-    for block, section in (("task", "tasks"), ("model", "models"), ("training", "trainings")):
-        # A partial block of the section's kind (a task block's kinds are a union).
-        block_schema = copy.deepcopy(schema["properties"][section]["additionalProperties"])
-        override[block] = {"anyOf": [block_schema, {"type": "null"}]}
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -10,7 +10,7 @@ import equinox as eqx
 import jax
 from jaxtyping import PRNGKeyArray
 
-from ..._config_base import ConfigError
+from ..._config_errors import ConfigError
 from ..._model._attribute_paths import attribute_getter
 from ._base import AbstractConstraint
 

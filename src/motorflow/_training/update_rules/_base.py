@@ -9,7 +9,8 @@ from typing import Literal
 from jaxtyping import Array, Float
 from pydantic import Field, model_validator
 
-from ..._config_base import Block, ConfigError, PositiveNumber
+from ..._config_base import Block, PositiveNumber
+from ..._config_errors import ConfigError
 from .._schedule import BatchSchedule
 
 Weight = Float[Array, "post pre"]
