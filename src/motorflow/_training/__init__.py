@@ -2,9 +2,10 @@
 
 - `_trainer`: the pure, compiled functions (:class:`Trainer`: init, a chunk of
   batches, validation) over the state of `_state`.
-- `_driver`: the resumable :func:`train` around them, with `_resume`,
-  `_checkpoint`, `_history`, `_progress`, `_preemption`, `_run_record`,
-  `_run_identity` and `_tensorboard`.
+- `_driver`: the resumable :func:`train` around them: its loop, with `_validation`,
+  `_resume`, `_checkpoint`, `_history` and `_run_identity`; what else a run does
+  attaches as `_callbacks` (`_progress`, `_preemption`, `_run_record`, `_tensorboard`,
+  checkpoint writes in `_resume`).
 - What an update is made of: `rules/` (learning rules: how the gradient is found),
   `_optimizer` (optax), `_trainable` (which arrays train, in which stage),
   `_update_rules` (activity-dependent weight changes), `_constraints`, `_segments`
