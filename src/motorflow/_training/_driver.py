@@ -1,50 +1,34 @@
 """The resumable training driver: :func:`train` runs a :class:`Trainer`'s compiled chunks
-between checkpoints, validation, logs and TensorBoard, and resumes where a run stopped."""
+and validates between them, resumes where a run stopped, and hands each step to its
+callbacks (:mod:`._callbacks`: checkpoints, logs, TensorBoard, run record, preemption)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import PRNGKeyArray
-from tqdm.auto import tqdm
 
-from .._config import TrainConfig
+from ._config import TrainConfig
 from .._faults import kill_point
 from .._tasks import CenterOut, Task, Trials
-from ._divergence import HEALTHY, DivergencePolicy
-from ._history import (
-    History,
-    empty_history,
-    record_alignment,
-    record_batches,
-    record_snapshot,
-    record_status,
-    record_validation,
-    validation_at,
-)
+from ._callbacks import Callbacks, ChunkEnd, OnLog
+from ._divergence import DivergencePolicy
+from ._history import History, empty_history, record_batches, record_snapshot, record_status
 from ._plan import TrainingPlan
-from ._preemption import PreemptionWatch, TrainingPreempted
-from ._progress import BatchRate, finite_mean, log_line
-from ._resume import closing, open_checkpoints, resume, resume_hint
+from ._preemption import Preemption
+from ._progress import Progress
+from ._resume import CheckpointWriter, open_checkpoints, resume, resume_hint
 from ._run_identity import run_fingerprint, run_id, trials_to_validate_on
-from ._run_record import (
-    StepTimer,
-    describe_record,
-    environment,
-    parameter_table,
-)
-from ._state import BatchRecords, TrainState, keep_best
-from ._tensorboard import open_tensorboard
+from ._run_record import RunRecorder, parameter_table
+from ._state import BatchRecords, TrainState
+from ._tensorboard import TensorBoardEvents
 from ._trainer import Trainer
-
-logger = logging.getLogger("motorflow")
+from ._validation import Validation
 
 
 class TrainResult(eqx.Module):
@@ -146,15 +130,7 @@ def train(
     if initial_opt_state is not None:
         state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
     parameters = parameter_table(trainer.initial_params)
-    history = empty_history(
-        list(config.loss.terms),
-        n_batches=config.n_batches,
-        n_replicates=config.n_replicates,
-        validation_steps=plan.validate,
-        snapshot_steps=plan.snapshot,
-        parameter_shapes={name: entry["shape"] for name, entry in parameters.items()},
-        alignment_groups=list(parameters),
-    )
+    history = _empty_history(config, plan, parameters)
     host_trials = jax.tree.map(np.asarray, trials)
     validation_trials = trials_to_validate_on(task, validation, key)
     fingerprint = run_fingerprint(
@@ -167,150 +143,92 @@ def train(
         initial_opt_state=initial_opt_state,
     )
     identity = run_id(fingerprint)
-    record = {"parameters": parameters, **environment(), **(invocation or {})}
+    recorder = RunRecorder(parameters, invocation, config.n_batches)
     checkpoints = open_checkpoints(checkpoint_dir, identity, fingerprint, config, restart)
     policy = DivergencePolicy(config.on_divergence, lambda: resume_hint(checkpoints))
-
-    def validated(state: TrainState, batch: int) -> tuple[TrainState, dict[str, np.ndarray]]:
-        """`state` after its validation at `batch` (a replicate with a non-finite loss
-        frozen there, the best parameters kept) and the losses (NaN once diverged)."""
-        losses = jax.tree.map(
-            np.asarray, trainer.validate(state.params, validation_trials, validation_key)
-        )
-        diverged_at = np.asarray(state.diverged_at)
-        frozen_here = policy.after_validation(diverged_at, losses["total"], batch)
-        if frozen_here.any():
-            diverged_at = np.where(frozen_here, batch, diverged_at).astype(np.int32)
-            state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
-        losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
-        alignment = trainer.alignment(
-            state.params, state.learning_state, validation_trials, validation_key
-        )
-        record_alignment(
-            history,
-            batch,
-            {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in alignment.items()},
-        )
-        state = keep_best(state, jnp.asarray(losses["total"]), batch)
-        record_validation(history, batch, losses)
-        board.validation(batch, losses)
-        return state, losses
-
-    with (
-        StepTimer() as timer,
-        PreemptionWatch() as preemption,
-        closing(checkpoints),
-        open_tensorboard(tensorboard_dir) as board,
-    ):
+    validate = Validation(trainer, validation_trials, validation_key, policy)
+    preemption = Preemption(config.n_batches, checkpoints)
+    writer = CheckpointWriter(checkpoints, plan, preemption)
+    board = TensorBoardEvents(tensorboard_dir, plan)
+    shown = Progress(config, plan, bar=progress)
+    # Every hook calls them in this order; the `with` enters them in another, so that on
+    # the way out the bar closes first and the step timer stops last, after the
+    # checkpoints' writes and with the signal handlers still in place until they are done.
+    callbacks = Callbacks(board, recorder, shown, writer, preemption, OnLog(on_log))
+    with recorder, preemption, writer, board, shown:
         done, state, history = resume(checkpoints, state, history, config)
-        board.start(done)
-        if done and plan.validates_at(done):
-            # The new event file supersedes the old ones from `done` on, this
-            # validation included: write it again, from the restored history.
-            board.validation(done, validation_at(history, done))
-        record["resumed_from_batch"] = done
-        logger.info("Run record:\n%s", describe_record(record))
-        if done < config.n_batches:
-            logger.info(
-                "Training %d replicates for %s of %d trials each",
-                config.n_replicates,
-                _batch_span(done, config.n_batches),
-                config.batch_size,
-            )
-        else:
-            logger.info(
-                "Nothing to train: all %d batches were done already (the final checkpoint)",
-                config.n_batches,
-            )
-        rate = BatchRate(done)
+        callbacks.on_resume(done, history)
         if done == 0:
-            state, _ = validated(state, 0)
-            record_status(history, state.diverged_at, state.best_batch, state.best_loss)
-            if plan.snapshots_at(0):
-                record_snapshot(history, 0, state.params)
-        bar = tqdm(
-            total=config.n_batches,
-            initial=done,
-            # A bar on a terminal only (tqdm's None): never in a log file.
-            disable=None if progress else True,
-            unit="batch",
-            desc="train",
-        )
-        with bar:
-            for start, stop in plan.chunks(done):
-                kill_point("chunk")
-                with timer.chunk(stop - start):
-                    new_state, records = trainer.unpad_chunk(
-                        *trainer.run_chunk(
-                            trainer.layout.place(state),
-                            *_chunk_inputs(host_trials, start, stop, plan),
-                        )
-                    )
-                    records = _first(records, stop - start)
-                losses = records.loss
-                policy.after_update(
-                    np.asarray(state.diverged_at), np.asarray(new_state.diverged_at), losses, start
-                )
-                val_losses = None
-                if plan.validates_at(stop):
-                    new_state, val_losses = validated(new_state, stop)
-                state = new_state
-                record_batches(history, start, stop, records)
-                board.batches(start, records)
-                record_status(history, state.diverged_at, state.best_batch, state.best_loss)
-                if plan.snapshots_at(stop):
-                    record_snapshot(history, stop, state.params)
-                bar.update(stop - start)
-                bar.set_postfix(loss=f"{finite_mean(losses['total'][-1]):.3g}")
-                if plan.logs_at(stop):
-                    line = log_line(stop, config.n_batches, losses, val_losses, state)
-                    logger.info("%s  %.1f batch/s", line, rate.since_last(stop))
-                if checkpoints is not None and (plan.checkpoints_at(stop) or preemption.requested):
-                    checkpoints.save(
-                        stop,
-                        state=state,
-                        history=jax.tree.map(np.copy, history),
-                        # Ranks the checkpoints for keeping: unvalidated ones (and ones with
-                        # every replicate diverged) rank last.
-                        loss=np.inf
-                        if val_losses is None
-                        else np.nan_to_num(finite_mean(val_losses["total"]), nan=np.inf),
-                    )
-                    kill_point("checkpoint")
-                if preemption.requested and stop < config.n_batches:
-                    raise TrainingPreempted(
-                        batch=stop,
-                        signal_name=preemption.requested,
-                        where="(none: no checkpoint directory was given)"
-                        if checkpoints is None
-                        else f"in {checkpoints.directory}",
-                    )
-                if on_log is not None:
-                    on_log(stop, history)
-    record["timing"] = timer.summary()
-    logger.info(
-        "Training done: %s in %.1f s",
-        _batch_span(done, config.n_batches)
-        if done < config.n_batches
-        else "no batch was left to train",
-        record["timing"]["total_seconds"],
-    )
-    logger.info("Run record:\n%s", describe_record(record))
+            state, val_losses = validate(state, 0, history)
+            callbacks.on_validation(0, val_losses)
+            _record_state(history, 0, state, plan)
+        callbacks.on_loop_start(done)
+        for start, stop in plan.chunks(done):
+            kill_point("chunk")
+            with recorder.timer.chunk(stop - start):
+                new_state, records = _run_chunk(trainer, state, host_trials, start, stop, plan)
+            policy.after_update(
+                np.asarray(state.diverged_at),
+                np.asarray(new_state.diverged_at),
+                records.loss,
+                start,
+            )
+            val_losses = None
+            if plan.validates_at(stop):
+                new_state, val_losses = validate(new_state, stop, history)
+                callbacks.on_validation(stop, val_losses)
+            state = new_state
+            record_batches(history, start, stop, records)
+            _record_state(history, stop, state, plan)
+            callbacks.on_chunk_end(ChunkEnd(start, stop, records, val_losses, state, history))
     return TrainResult(
         ensemble=trainer.ensemble(state.params),
         best_ensemble=trainer.ensemble(state.best_params),
         history=history,
         state=state,
         run_id=identity,
-        record=record,
+        record=recorder.record,
     )
 
 
-def _batch_span(done: int, n_batches: int) -> str:
-    """The batches a run trains when `done` (< `n_batches`) were done, in words."""
-    if done + 1 == n_batches:
-        return f"batch {n_batches} (the last)"
-    return f"batches {done + 1} to {n_batches}"
+def _empty_history(
+    config: TrainConfig, plan: TrainingPlan, parameters: dict[str, dict[str, Any]]
+) -> History:
+    """The history of a run of `config` on `plan` that trains `parameters`
+    (:func:`parameter_table`), before its first batch."""
+    return empty_history(
+        list(config.loss.terms),
+        n_batches=config.n_batches,
+        n_replicates=config.n_replicates,
+        validation_steps=plan.validate,
+        snapshot_steps=plan.snapshot,
+        parameter_shapes={name: entry["shape"] for name, entry in parameters.items()},
+        alignment_groups=list(parameters),
+    )
+
+
+def _record_state(history: History, batch: int, state: TrainState, plan: TrainingPlan) -> None:
+    """Copy the replicates' status after `batch` batches into `history`, and their
+    parameters when `plan` snapshots there."""
+    record_status(history, state.diverged_at, state.best_batch, state.best_loss)
+    if plan.snapshots_at(batch):
+        record_snapshot(history, batch, state.params)
+
+
+def _run_chunk(
+    trainer: Trainer,
+    state: TrainState,
+    trials: Trials,
+    start: int,
+    stop: int,
+    plan: TrainingPlan,
+) -> tuple[TrainState, BatchRecords]:
+    """The state after batches ``start:stop`` (one compiled call from `state`) and
+    their records, read back to the host."""
+    new_state, records = trainer.unpad_chunk(
+        *trainer.run_chunk(trainer.layout.place(state), *_chunk_inputs(trials, start, stop, plan))
+    )
+    return new_state, _first(records, stop - start)
 
 
 def _chunk_inputs(

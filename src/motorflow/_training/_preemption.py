@@ -12,7 +12,12 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
+
+from ._callbacks import Callback, ChunkEnd
+
+if TYPE_CHECKING:
+    from ._checkpoint import Checkpoints
 
 logger = logging.getLogger("motorflow")
 
@@ -61,3 +66,41 @@ class PreemptionWatch:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+class Preemption(Callback):
+    """A :class:`PreemptionWatch` as a callback of :func:`train`, watching while entered:
+    after the compiled call in which a signal came (and its checkpoint, written before
+    this is called), it raises :class:`TrainingPreempted` unless that call ended the run.
+
+    **Arguments:**
+
+    - `n_batches`: the run's batches.
+    - `checkpoints`: the run's checkpoints (None: none are written).
+    """
+
+    def __init__(self, n_batches: int, checkpoints: Checkpoints | None):
+        self.n_batches, self.checkpoints = n_batches, checkpoints
+        self.watch = PreemptionWatch()
+
+    @property
+    def requested(self) -> str | None:
+        """The name of the signal that asked the run to stop (None: none did)."""
+        return self.watch.requested
+
+    def __enter__(self) -> Self:
+        self.watch.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.watch.__exit__(*exc_info)
+
+    def on_chunk_end(self, chunk: ChunkEnd) -> None:
+        if self.requested and chunk.stop < self.n_batches:
+            raise TrainingPreempted(
+                batch=chunk.stop,
+                signal_name=self.requested,
+                where="(none: no checkpoint directory was given)"
+                if self.checkpoints is None
+                else f"in {self.checkpoints.directory}",
+            )

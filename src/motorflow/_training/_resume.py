@@ -1,29 +1,28 @@
-"""Opening a run's checkpoints and resuming from the newest, with what the log says."""
+"""Opening a run's checkpoints, resuming from the newest and writing new ones, with
+what the log says."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
+import jax
+import numpy as np
+
+from .._faults import kill_point
+from ._callbacks import Callback, ChunkEnd
 from ._checkpoint import Checkpoints, CheckpointStore
 from ._config import TrainConfig
 from ._history import History
+from ._progress import finite_mean
 from ._state import TrainState
 
+if TYPE_CHECKING:
+    from ._plan import TrainingPlan
+    from ._preemption import Preemption
+
 logger = logging.getLogger("motorflow")
-
-
-@contextlib.contextmanager
-def closing(checkpoints: Checkpoints | None) -> Iterator[None]:
-    """Close `checkpoints` (waiting for its writes) however the block ends."""
-    try:
-        yield
-    finally:
-        if checkpoints is not None:
-            checkpoints.close()
 
 
 def open_checkpoints(
@@ -96,3 +95,38 @@ def resume_hint(checkpoints: Checkpoints | None) -> str:
     if latest is None:
         return f"No checkpoint had been written yet in {checkpoints.directory}."
     return f"The last good checkpoint (batch {latest}) is kept in {checkpoints.directory}."
+
+
+class CheckpointWriter(Callback):
+    """Writes a run's `checkpoints` (None: none), as a callback of :func:`train`: after
+    each compiled call that `plan` checkpoints at or a signal asks to stop after
+    (`preemption`); closes them (waiting for their writes) on exit, however the run ends.
+    """
+
+    def __init__(
+        self, checkpoints: Checkpoints | None, plan: TrainingPlan, preemption: Preemption
+    ):
+        self.checkpoints, self.plan, self.preemption = checkpoints, plan, preemption
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.checkpoints is not None:
+            self.checkpoints.close()
+
+    def on_chunk_end(self, chunk: ChunkEnd) -> None:
+        if self.checkpoints is None:
+            return
+        if self.plan.checkpoints_at(chunk.stop) or self.preemption.requested:
+            self.checkpoints.save(
+                chunk.stop,
+                state=chunk.state,
+                history=jax.tree.map(np.copy, chunk.history),
+                # Ranks the checkpoints for keeping: unvalidated ones (and ones with every
+                # replicate diverged) rank last.
+                loss=np.inf
+                if chunk.validation is None
+                else np.nan_to_num(finite_mean(chunk.validation["total"]), nan=np.inf),
+            )
+            kill_point("checkpoint")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import logging
 import platform
 import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import equinox as eqx
 import jax
@@ -23,6 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._identity import code_version
+from ._callbacks import Callback
+from ._progress import batch_span
+
+if TYPE_CHECKING:
+    from ._history import History
+
+logger = logging.getLogger("motorflow")
 
 _LIBRARIES = ("motorflow", "jax", "jaxlib", "equinox", "optax", "orbax-checkpoint", "numpy")
 
@@ -172,3 +180,48 @@ def describe_record(record: dict[str, Any]) -> str:
             f"total {timing['total_seconds']:.3g} s"
         )
     return "\n".join(lines)
+
+
+class RunRecorder(Callback):
+    """The record of a training run (:attr:`TrainResult.record`) as a callback of
+    :func:`train`: logged when the run starts and, with the step times of its compiled
+    calls (:attr:`timer`, while entered), again when it ends without an error.
+
+    **Arguments:**
+
+    - `parameters`: the trainable arrays (:func:`parameter_table`).
+    - `invocation`: how the run was started, entered over the record's defaults.
+    - `n_batches`: the run's batches.
+    """
+
+    def __init__(
+        self,
+        parameters: dict[str, dict[str, Any]],
+        invocation: Mapping[str, Any] | None,
+        n_batches: int,
+    ):
+        self.record = {"parameters": parameters, **environment(), **(invocation or {})}
+        self.n_batches = n_batches
+
+    def __enter__(self) -> Self:
+        self.timer = StepTimer().__enter__()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *exc_info: object) -> None:
+        self.timer.__exit__(exc_type, *exc_info)
+        if exc_type is not None:
+            return
+        self.record["timing"] = self.timer.summary()
+        logger.info(
+            "Training done: %s in %.1f s",
+            batch_span(self._done, self.n_batches)
+            if self._done < self.n_batches
+            else "no batch was left to train",
+            self.record["timing"]["total_seconds"],
+        )
+        logger.info("Run record:\n%s", describe_record(self.record))
+
+    def on_resume(self, done: int, history: History) -> None:
+        self._done = done
+        self.record["resumed_from_batch"] = done
+        logger.info("Run record:\n%s", describe_record(self.record))

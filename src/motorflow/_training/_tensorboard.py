@@ -21,9 +21,15 @@ import importlib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
+
+from ._callbacks import Callback, ChunkEnd
+from ._history import History, validation_at
+
+if TYPE_CHECKING:
+    from ._plan import TrainingPlan
 
 INSTALL_HINT = "pip install 'motorflow[tensorboard]' (tensorboardX)"
 
@@ -117,3 +123,32 @@ def open_tensorboard(directory: str | Path | None) -> Iterator[TensorBoardLog | 
         yield board
     finally:
         board.close()
+
+
+class TensorBoardEvents(Callback):
+    """A training run's TensorBoard log in `directory` (None: none) as a callback of
+    :func:`train`, run on `plan`: open while entered (see :func:`open_tensorboard`)."""
+
+    def __init__(self, directory: str | Path | None, plan: TrainingPlan):
+        self.directory, self.plan = directory, plan
+
+    def __enter__(self) -> Self:
+        self._opened = open_tensorboard(self.directory)
+        self._board = self._opened.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._opened.__exit__(*exc_info)
+
+    def on_resume(self, done: int, history: History) -> None:
+        self._board.start(done)
+        if done and self.plan.validates_at(done):
+            # The new event file supersedes the old ones from `done` on, this
+            # validation included: write it again, from the restored history.
+            self._board.validation(done, validation_at(history, done))
+
+    def on_validation(self, batch: int, losses: dict[str, np.ndarray]) -> None:
+        self._board.validation(batch, losses)
+
+    def on_chunk_end(self, chunk: ChunkEnd) -> None:
+        self._board.batches(chunk.start, chunk.records)
