@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from conftest import compiled_as_users_jobs_compile
 from workflow_helpers import REPO, evaluate_through_stage, train_through_stages
 
 import motorflow.pipeline as mfp
@@ -67,8 +68,9 @@ def trained_metrics(config: dict, results) -> dict:
     evaluation = mfp.parse_config(config).evaluation
     found = {}
     for name, experiment in mfp.resolve_experiments(config).items():
-        train_through_stages(experiment, results)
-        evaluate_through_stage(experiment, results, evaluation)
+        with compiled_as_users_jobs_compile():
+            train_through_stages(experiment, results)
+            evaluate_through_stage(experiment, results, evaluation)
         stage = mfp.open_dataset(results / name / "metrics.zarr").mean("replicate")
         for condition in stage.condition.values:
             found[name, str(condition)] = stage.sel(condition=condition).load()

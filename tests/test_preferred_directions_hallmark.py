@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from conftest import compiled_as_users_jobs_compile
 from workflow_helpers import REPO, evaluate_through_stage, train_through_stages
 
 import motorflow.pipeline as mfp
@@ -50,8 +51,9 @@ def comparison_table(config: dict, results) -> dict:
     comparison = settings.comparisons["preferred_directions"]
     tuning = settings.analysis.tuning  # the shipped config's tuning settings
     for experiment in mfp.resolve_experiments(config).values():
-        train_through_stages(experiment, results)
-        evaluate_through_stage(experiment, results, settings.evaluation)
+        with compiled_as_users_jobs_compile():
+            train_through_stages(experiment, results)
+            evaluate_through_stage(experiment, results, settings.evaluation)
         # The tuning analysis alone (the store's other analyses play no part here);
         # it reads nothing but the evaluated states.
         inputs = AnalysisInputs(
