@@ -1,11 +1,8 @@
 # Config validation, experiment expansion and the input/params functions of the rules.
 import re
-import signal
 import sys
-import threading
 from pathlib import Path
 
-import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -13,46 +10,24 @@ import motorflow as mf
 
 import motorflow.pipeline as mfp
 
-# SLURM's early warning before a time limit (sbatch --signal=USR1@T, profiles/slurm)
-# reaches every process of the job's step: Snakemake there would die of it (the
-# default action), ending the step and with it the train job before it checkpoints.
-# So Snakemake ignores SIGUSR1, and the jobs it starts inherit that, but a train job
-# handles it: it checkpoints at its next chunk boundary and exits, and the retry resumes.
-if threading.current_thread() is threading.main_thread():
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+# Snakemake ignores SLURM's early warning (SIGUSR1) before a time limit, and its jobs
+# inherit that; a train job handles it (motorflow.pipeline._workflow_run).
+mfp.ignore_cluster_warning()
 
-# The command that started the workflow, for the train jobs' run record (a job's own
-# command line is a temporary script's). Passed through the environment, which the
-# jobs inherit, never as a param: params decide reruns, and another command line must
-# not make any job stale (motorflow.pipeline._invocation).
-STARTED_HERE = mfp.note_workflow_command()
-
-# The config files (--configfile, else the default) are read again by motorflow's
-# own loader, which refuses duplicate keys, aliases, tags and templating, and
-# reads 1e-3 as a number; `--config KEY=VALUE` overrides them as in Snakemake.
-# Each shipped config is whole, so a --configfile replaces the default rather than
-# extending it, which a `configfile:` directive would do (Snakemake merges the
-# directive's file under every --configfile, and --replace-workflow-config would
-# also drop it under a lone --config); so the paths come from the run's
-# ConfigSettings, the settings object of Snakemake's API.
-CONFIG_FILES = workflow.config_settings.configfiles or [Path("config/config.yaml")]
-# Every check runs in mfp.check_config, which `motorflow check FILE` runs too: the
-# typed config (motorflow.pipeline.WorkflowConfig) checks every key and fills in the
-# defaults of the top-level sections; the named blocks stay as written.
+# The run: its config, checked by mfp.check_config (which `motorflow check FILE` runs
+# too) from the run's own config files (--configfile, else the default; Snakemake's
+# ConfigSettings) under `--config KEY=VALUE`; its results folder; the preflight
+# estimate. A bad config is refused with a line per problem before anything runs.
 try:
-    CHECKED = mfp.check_config(
-        mfp.read_config(CONFIG_FILES, dict(workflow.config_settings.config))
+    RUN = mfp.WorkflowRun.open(
+        workflow.config_settings.configfiles, workflow.config_settings.config
     )
 except mf.ConfigError as error:
-    # One line per problem: the typed config reports every bad key at once.
-    each = error.errors if isinstance(error, mf.ConfigErrors) else (error,)
-    raise WorkflowError(
-        *(f"Invalid config: {problem}" for problem in each),
-        "Nothing was run; fix the config and run again.",
-    ) from None
-loaded, SETTINGS, EXPERIMENTS = CHECKED.config, CHECKED.settings, CHECKED.experiments
+    raise WorkflowError(*mfp.config_problems(error)) from None
+CHECKED, RESULTS = RUN.checked, RUN.results
+SETTINGS, EXPERIMENTS = CHECKED.settings, CHECKED.experiments
 config.clear()
-config.update(loaded)
+config.update(CHECKED.config)
 config.update(SETTINGS.filled_sections())
 # The schema is generated from the same typed config (python -m motorflow schema).
 validate(config, "../schemas/config.schema.yaml", set_default=False)
@@ -60,60 +35,22 @@ validate(config, "../schemas/config.schema.yaml", set_default=False)
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 PROTOCOLS = SETTINGS.protocols
 COMPARISONS = SETTINGS.comparisons
-# Each config's outputs go to a folder of their own (the `results` key, else
-# results/<config file name>), so configs never replace or make stale each other's
-# results. A run (not a dry run) marks its folder with its config files; a folder
-# named after the file that another file's run has written (two config.yaml) is
-# refused before anything runs. One named by the `results` key is the user's choice.
-try:
-    RESULTS = mfp.results_folder(SETTINGS.results, CONFIG_FILES)
-    if SETTINGS.results is None:  # a folder named on purpose may be shared
-        mfp.check_results_owner(RESULTS, CONFIG_FILES)
-    # The preflight estimate, once per workflow (the dry run too; not in each job,
-    # which parses the workflow again while others write): a line per experiment,
-    # and a config that cannot fit this machine refused before any job starts.
-    if STARTED_HERE:
-        ESTIMATES, WARNINGS = mfp.preflight(SETTINGS, EXPERIMENTS, RESULTS)
-        print(
-            "motorflow estimate (disk written, peak memory of the train and evaluate jobs):",
-            *(f"  {estimate.line()}" for estimate in ESTIMATES),
-            *(f"  warning: {line}" for line in WARNINGS),
-            sep="\n",
-            file=sys.stderr,
-        )
-except mf.ConfigError as error:
-    raise WorkflowError(
-        f"Invalid config: {error}\nNothing was run; fix the config and run again."
-    ) from None
 
 
-# The warm workers of a local run: its jobs run in Python processes that stay up,
-# instead of each paying the imports, JAX's start and tracing (a sweep of small
-# experiments costs its compute, not its start-ups; motorflow.pipeline._warm_workers).
-# A cluster's jobs run one per process, as does every job under MOTORFLOW_WARM_WORKERS=0.
-WARM_WORKERS = []
-
-
+# The folder marked with its config files, the last complete results kept aside while
+# jobs run, and a local run's warm workers: its jobs run in Python processes that
+# stay up (a cluster's jobs, and every job under MOTORFLOW_WARM_WORKERS=0, run one per
+# process).
 onstart:
-    mfp.mark_results_owner(RESULTS, CONFIG_FILES)
-    # The files as the last successful run left them, hard-linked aside: a job that
-    # fails after Snakemake deleted its old outputs costs nothing of them
-    # (motorflow.pipeline._last_complete).
-    mfp.keep_last_complete(RESULTS)
-    if workflow.local_exec and (warm := mfp.start_warm_workers(workflow.cores)):
-        WARM_WORKERS.append(warm)
+    RUN.started(cores=workflow.cores, local=workflow.local_exec)
 
 
 onsuccess:
-    for warm in WARM_WORKERS:
-        warm.stop()
-    mfp.drop_last_complete(RESULTS)
+    RUN.succeeded()
 
 
 onerror:
-    for warm in WARM_WORKERS:
-        warm.stop()
-    if (kept := mfp.last_complete_message(RESULTS)) is not None:
+    if (kept := RUN.failed()) is not None:
         print(kept, file=sys.stderr)
 
 

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from ._sweeps import grid_points
     from ._warm_workers import WarmWorkers, start_warm_workers
     from ._workflow_config import EvaluationConfig, WorkflowConfig, parse_config
+    from ._workflow_run import WorkflowRun, config_problems, ignore_cluster_warning
 
 __getattr__, __dir__ = lazy_names(__name__)
 
@@ -96,6 +97,7 @@ __all__ = [
     "SweepSpec",
     "WarmWorkers",
     "WorkflowConfig",
+    "WorkflowRun",
     "analyse_experiment",
     "analysis_comparison",
     "analysis_figures",
@@ -109,6 +111,7 @@ __all__ = [
     "code_version",
     "comparison_figure",
     "config_json_schema",
+    "config_problems",
     "describe_experiment",
     "describe_job",
     "drop_last_complete",
@@ -122,6 +125,7 @@ __all__ = [
     "flatten_settings",
     "grid_point_names",
     "grid_points",
+    "ignore_cluster_warning",
     "is_arm",
     "job_argument",
     "job_client",
