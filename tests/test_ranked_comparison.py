@@ -8,7 +8,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 import motorflow.pipeline as mfp
 from motorflow._analysis._statistics import summarise
-from motorflow._figures import SIDE_BY_SIDE_UP_TO, plot_ranked_comparison
+from motorflow._figures import plot_ranked_comparison
+from motorflow.pipeline import EACH_EXPERIMENT_UP_TO
 
 
 def many_values(n: int) -> dict[str, xr.Dataset]:
@@ -73,7 +74,7 @@ def test_each_metrics_means_are_drawn_ranked_with_the_summarys_intervals():
 
 def test_the_figure_keeps_its_size_whatever_the_number_of_experiments(tmp_path):
     sizes = set()
-    for n in (SIDE_BY_SIDE_UP_TO + 1, 4 * SIDE_BY_SIDE_UP_TO):
+    for n in (EACH_EXPERIMENT_UP_TO + 1, 4 * EACH_EXPERIMENT_UP_TO):
         fig = plot_ranked_comparison(summary_of(n))
         FigureCanvasAgg(fig).draw()
         sizes.add(tuple(fig.get_size_inches()))
@@ -81,9 +82,9 @@ def test_the_figure_keeps_its_size_whatever_the_number_of_experiments(tmp_path):
 
 
 def test_the_comparison_stage_ranks_a_large_sweep_from_the_summary_alone(tmp_path):
-    """Past SIDE_BY_SIDE_UP_TO experiments the stage reads only the summary: the
+    """Past EACH_EXPERIMENT_UP_TO experiments the stage reads only the summary: the
     experiments' stores (here missing) are never opened."""
-    n = SIDE_BY_SIDE_UP_TO + 1
+    n = EACH_EXPERIMENT_UP_TO + 1
     summary = tmp_path / "summary.zarr"
     mfp.write_dataset(summary_of(n), summary)
     names = [f"e{index}" for index in range(n)]
@@ -100,9 +101,9 @@ def test_the_comparison_stage_ranks_a_large_sweep_from_the_summary_alone(tmp_pat
     assert output.stat().st_size > 0
     with pytest.raises(mfp.StoreError):  # side by side, it reads every store
         mfp.comparison_figure(
-            names[:SIDE_BY_SIDE_UP_TO],
-            history_paths=missing[:SIDE_BY_SIDE_UP_TO],
-            metrics_paths=missing[:SIDE_BY_SIDE_UP_TO],
+            names[:EACH_EXPERIMENT_UP_TO],
+            history_paths=missing[:EACH_EXPERIMENT_UP_TO],
+            metrics_paths=missing[:EACH_EXPERIMENT_UP_TO],
             summary_path=summary,
             output_path=tmp_path / "side-by-side.png",
             options={"dpi": 40},

@@ -222,7 +222,7 @@ def test_adding_an_experiment_leaves_every_other_row_unchanged():
 
 
 def test_a_large_summary_contrasts_each_with_the_first_only_and_the_same_numbers():
-    """What a sweep past `ALL_CONTRASTS_UP_TO` experiments gets: the full summary's rows
+    """What a sweep past `EACH_EXPERIMENT_UP_TO` experiments gets: the full summary's rows
     whose reference is the first experiment, and none of the quadratically many others."""
     experiments = {f"e{index}": random_values(4, index, shift=index) for index in range(6)}
     seeds = {name: index % 2 for index, name in enumerate(experiments)}

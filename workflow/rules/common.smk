@@ -230,17 +230,12 @@ def job_resources(stage):
     return resources
 
 
-# Each experiment's figures are in the report (`snakemake --report`) up to this many
-# experiments; past it, the report holds the figures across experiments (comparison,
-# sweeps, protocols), and each experiment's stay in results/<config>/figures/ (a
-# report of 1,000 experiments' 7,000 figures would be hundreds of megabytes).
-REPORTED_EXPERIMENTS_UP_TO = 30
-
-
 def experiment_report(path, **kwargs):
-    """`path`, flagged for the report (`report(path, **kwargs)`) while the config has
-    at most `REPORTED_EXPERIMENTS_UP_TO` experiments."""
-    if len(EXPERIMENTS) > REPORTED_EXPERIMENTS_UP_TO:
+    """`path`, flagged for the report (`report(path, **kwargs)`) while the config's
+    sweep-wide outputs show each experiment (`mfp.shows_each_experiment`): past that,
+    the report holds the figures across experiments (comparison, sweeps, protocols), and
+    each experiment's stay in results/<config>/figures/."""
+    if not mfp.shows_each_experiment(len(EXPERIMENTS)):
         return path
     return report(path, **kwargs)
 

@@ -8,14 +8,13 @@ from ._fixed_points import plot_fixed_points
 from ._hidden_states import plot_jpca, plot_pca_trajectories, plot_tuning
 from ._losses import plot_loss_history
 from ._protocol import curve_interval, plot_protocol, protocol_curve, protocol_summary
-from ._ranked import SIDE_BY_SIDE_UP_TO, plot_ranked_comparison
+from ._ranked import plot_ranked_comparison
 from ._reaches import plot_speed_profiles, plot_trajectories
 from ._style import condition_label, diverged_replicates
 from ._sweep import plot_sweep
 from ._tuning_comparison import plot_tuning_comparison
 
 __all__ = [
-    "SIDE_BY_SIDE_UP_TO",
     "condition_label",
     "curve_interval",
     "diverged_replicates",

@@ -2,7 +2,8 @@
 
 Side by side (:func:`plot_comparison`), a column per experiment stops being readable
 past a few dozen; a sweep of 1,000 would be 1,000 columns of 16 thousandths of an inch.
-So past `SIDE_BY_SIDE_UP_TO` experiments the comparison draws each metric's means
+So past a few dozen experiments (motorflow.pipeline's `EACH_EXPERIMENT_UP_TO`) the
+comparison draws each metric's means
 ranked, with their intervals, the first experiment (every contrast's reference, then)
 marked and the extremes named: how the experiments spread, and where the reference
 stands among them. Every number is in the summary table, and a sweep's figure shows
@@ -20,8 +21,6 @@ from matplotlib.figure import Figure
 from ._comparison import _metric_label, _shown_condition
 from ._style import log_scale_if_possible, suptitle
 
-# The most experiments a comparison draws side by side (a column each).
-SIDE_BY_SIDE_UP_TO = 30
 _PANEL_SIZE = (4.8, 3.6)  # inches, per metric
 _NAMED = "C3"  # the first experiment and the extremes
 _MEAN_COLOR = "tab:blue"

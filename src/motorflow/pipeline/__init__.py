@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         trials_dataset,
         write_trials,
     )
+    from ._sweep_size import EACH_EXPERIMENT_UP_TO, shows_each_experiment
     from ._sweeps import grid_points
     from ._warm_workers import WarmWorkers, start_warm_workers
     from ._workflow_config import EvaluationConfig, WorkflowConfig, parse_config
@@ -86,6 +87,7 @@ if TYPE_CHECKING:
 __getattr__, __dir__ = lazy_names(__name__)
 
 __all__ = [
+    "EACH_EXPERIMENT_UP_TO",
     "RESERVED_NAMES",
     "RESULTS_ROOT",
     "SETTING_PARAM_PREFIX",
@@ -155,6 +157,7 @@ __all__ = [
     "results_folder",
     "rule_params",
     "setting_param",
+    "shows_each_experiment",
     "stage_logging",
     "start_warm_workers",
     "summary_stage",

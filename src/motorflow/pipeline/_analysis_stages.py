@@ -21,10 +21,7 @@ from ._datasets import read_replicate_values
 from ._experiments import experiment_keys
 from ._outputs import save_figure, write_csv
 from ._store import json_attrs, open_dataset, read_center_out, read_states, write_dataset
-
-# The most experiments whose summary contrasts every pair (30: 435 pairs; a sweep of
-# 1,000 would be half a million, hours of bootstrap): beyond, each with the first only.
-ALL_CONTRASTS_UP_TO = 30
+from ._sweep_size import shows_each_experiment
 
 logger = logging.getLogger("motorflow")
 
@@ -134,8 +131,8 @@ def summary_stage(
 
     `seeds` maps each experiment, in order, to its seed, and `init_from` each chained
     experiment to the one it starts from (`summarise` pairs by both). Up to
-    `ALL_CONTRASTS_UP_TO` experiments, each is contrasted with every earlier one; beyond,
-    with the first only (a named comparison, `comparisons:`, contrasts chosen ones).
+    `EACH_EXPERIMENT_UP_TO` experiments, each is contrasted with every earlier one;
+    beyond, with the first only (a named comparison, `comparisons:`, contrasts chosen ones).
     """
     values = read_replicate_values(history_paths, metrics_paths, list(seeds))
     summary = summarise(
@@ -145,7 +142,7 @@ def summary_stage(
         n_resamples=statistics.n_resamples,
         confidence=statistics.confidence,
         init_from=init_from,
-        max_references=None if len(seeds) <= ALL_CONTRASTS_UP_TO else 1,
+        max_references=None if shows_each_experiment(len(seeds)) else 1,
     )
     write_dataset(summary, store_path)
     write_csv(summary_table(summary), table_path)

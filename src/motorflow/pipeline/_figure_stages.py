@@ -16,7 +16,6 @@ import xarray as xr
 
 from .._analysis._replicate_values import replicate_values
 from .._figures import (
-    SIDE_BY_SIDE_UP_TO,
     curve_interval,
     plot_arm_postures,
     plot_comparison,
@@ -31,6 +30,7 @@ from .._figures import (
 )
 from ._datasets import open_dataset, read_replicate_values, read_states
 from ._outputs import save_figure, write_csv
+from ._sweep_size import shows_each_experiment
 
 
 def experiment_figures(
@@ -148,8 +148,8 @@ def comparison_figure(
     """Final validation loss, endpoint error and lateral deviation per replicate across
     experiments, with the summary's means, intervals and contrasts, their training
     curves and the alignment of their rules' updates with the BPTT gradient; past
-    `SIDE_BY_SIDE_UP_TO` experiments, each metric's means ranked (from the summary)."""
-    if len(experiments) > SIDE_BY_SIDE_UP_TO:
+    `EACH_EXPERIMENT_UP_TO` experiments, each metric's means ranked (from the summary)."""
+    if not shows_each_experiment(len(experiments)):
         figure = plot_ranked_comparison(open_dataset(summary_path))
         save_figure(figure, output_path, dpi=options["dpi"])
         return
