@@ -143,7 +143,11 @@ def test_cut_paths_leave_the_rollouts_values_alone(cell):
         )
         for feedback, recurrence in ((True, "full"), (False, "leak"))
     ]
-    assert_trees_equal(runs[0], runs[1])
+    # Equal to the last bit where XLA optimises the two programs (users' jobs); compiled
+    # without its backend optimisation (the tests' setting) the GRU's differ by an ulp
+    # (1e-7 relative): a cut that changed the values would differ by far more.
+    for cut, whole in zip(jax.tree.leaves(runs[1]), jax.tree.leaves(runs[0]), strict=True):
+        np.testing.assert_allclose(cut, whole, rtol=1e-6, atol=1e-9)
 
 
 def test_the_config_names_the_paths():
