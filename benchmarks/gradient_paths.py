@@ -67,7 +67,7 @@ def compare(trainer: mf.Trainer, trials, keys, learning_state) -> dict[str, list
         params = take_replicate(trainer.initial_params, index)
         frozen = take_replicate(trainer.frozen, index)
         batch_trials = jax.tree.map(lambda x, i=index: x[0, i], trials)
-        batch = trainer.replicate_batch(params, frozen, batch_trials, keys[index])
+        batch = trainer.replicate_batch(params, frozen, batch_trials, key=keys[index])
         state = take_replicate(learning_state, index)
 
         def gradient(rule, rule_state, batch=batch, params=params):
@@ -120,7 +120,7 @@ def main() -> None:
     # One batch per replicate, its trials and noise from streams of the experiment's
     # seed that training never draws (index 1000 of the trial and training streams).
     trials = task.training_trials(
-        jax.random.fold_in(seeds["trials"], 1000),
+        key=jax.random.fold_in(seeds["trials"], 1000),
         n_replicates=n_replicates,
         n_batches=1,
         batch_size=args.batch_size,

@@ -69,7 +69,7 @@ def alignment(trainer, chunk, rule: EProp, learning_state) -> list[float]:
         params = take_replicate(trainer.initial_params, index)
         frozen = take_replicate(trainer.frozen, index)
         trials = jax.tree.map(lambda x, i=index: x[0, i], chunk)
-        batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(index))
+        batch = trainer.replicate_batch(params, frozen, trials, key=jax.random.key(index))
         state = take_replicate(learning_state, index) if learning_state is not None else None
         flat = [
             np.concatenate(
@@ -130,7 +130,7 @@ def rule_gradient(trainer):
     frozen = take_replicate(trainer.frozen, 0)
 
     def gradient(params, rule_state, trials, key):
-        batch = trainer.replicate_batch(params, frozen, trials, key)
+        batch = trainer.replicate_batch(params, frozen, trials, key=key)
         return trainer.learning_rule.value_and_grad(batch, params, rule_state)[1]
 
     return jax.jit(gradient)
@@ -165,7 +165,7 @@ def eprop_parts(trainer, state, chunk) -> dict:
 
     params, rule_state, trials, key = first_replicate(trainer, state, chunk)
     frozen = take_replicate(trainer.frozen, 0)
-    batch = trainer.replicate_batch(params, frozen, trials, key)
+    batch = trainer.replicate_batch(params, frozen, trials, key=key)
     network = batch.model.network
     unit = network.cell.rnn
     alpha = float(network.cell.alpha)
@@ -336,7 +336,7 @@ def alignment_over_training(args) -> None:
         n = config.n_replicates
         ensemble = mf.make_ensemble(model, n_replicates=n, n_task_inputs=task.n_inputs, key=keys[0])
         trials = task.training_trials(
-            keys[1], n_replicates=n, n_batches=config.n_batches, batch_size=config.batch_size
+            key=keys[1], n_replicates=n, n_batches=config.n_batches, batch_size=config.batch_size
         )
         start = time.perf_counter()
         result = mf.train(ensemble, trials, task, config, key=keys[2], progress=False)

@@ -31,7 +31,7 @@ def worker(n_replicates: int, repeats: int, batches_per_call: int, size: str) ->
     spec = dict(SIZES[size], n_replicates=n_replicates)
     _, task, config, ensemble, trials, key = setup(spec, batches_per_call)
     trainer = mf.Trainer(ensemble, task, config)
-    state = trainer.init(key)
+    state = trainer.init(key=key)
     _, state = time_motorflow(trainer, state, trials, batches_per_call)  # compile
     times = []
     for _ in range(repeats):

@@ -80,10 +80,10 @@ def setup(plant: str, n_replicates: int, batch_size: int, batches_per_call: int)
         model, n_replicates=n_replicates, n_task_inputs=task.n_inputs, key=init_key
     )
     trials = task.training_trials(
-        trials_key, n_replicates=n_replicates, n_batches=n_batches, batch_size=batch_size
+        key=trials_key, n_replicates=n_replicates, n_batches=n_batches, batch_size=batch_size
     )
     trainer = mf.Trainer(ensemble, task, config)
-    return trainer, trainer.init(train_key), trials
+    return trainer, trainer.init(key=train_key), trials
 
 
 def time_chunk(trainer, state, chunk, index) -> tuple[float, object]:

@@ -79,12 +79,12 @@ def main() -> None:
     task = mf.Task(experiment.task)
     keys = mfp.experiment_keys(experiment.seed)
     trials = task.training_trials(
-        keys["trials"],
+        key=keys["trials"],
         n_replicates=1 if training.shared_trials else training.n_replicates,
         n_batches=training.n_batches,
         batch_size=training.batch_size,
     )
-    validation = task.validation_set(keys["validation"])
+    validation = task.validation_set(key=keys["validation"])
     ensemble = mf.make_ensemble(
         experiment.model,
         n_replicates=training.n_replicates,
@@ -95,7 +95,7 @@ def main() -> None:
     result = train(
         ensemble, trials, task, training, key=keys["train"], validation=validation, progress=False
     )
-    reaches = task.validation_set(keys["validation"])
+    reaches = task.validation_set(key=keys["validation"])
     reaches = eqx.tree_at(lambda c: c.trials, reaches, reaches.trials.perturbed_by((), ()))
     states = evaluate(
         result.ensemble,

@@ -54,7 +54,7 @@ from train_throughput import setup
 import numpy as np, jax.numpy as jnp
 _, task, config, ensemble, trials, key = setup({size!r}, 100)
 trainer = mf.Trainer(ensemble, task, config)
-state = trainer.init(key)
+state = trainer.init(key=key)
 chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x)[:, :100], 0, 1)), trials)
 t0 = time.perf_counter()
 trainer.run_chunk.lower(state, chunk, jnp.arange(100)).compile()
@@ -129,7 +129,7 @@ def main() -> None:
     from train_throughput import setup
 
     model, task, config, ensemble, _, key = setup(TUTORIAL, 100)
-    trials = task.training_trials(key, n_replicates=5, n_batches=1000, batch_size=250)
+    trials = task.training_trials(key=key, n_replicates=5, n_batches=1000, batch_size=250)
     mfp.write_trials(trials, work / "train.zarr")
     rows.append(
         (
@@ -139,7 +139,7 @@ def main() -> None:
     )
 
     trainer = mf.Trainer(ensemble, task, config)
-    state = trainer.init(key)
+    state = trainer.init(key=key)
     history = mf.empty_history(
         list(config.loss.terms),
         n_batches=1000,
@@ -147,7 +147,7 @@ def main() -> None:
         validation_steps=list(range(0, 1001, 100)),
     )
     blocking, total = [], []
-    with mf.Checkpoints(work / "ckpt", fingerprint={"benchmark": 1}, keep=2) as checkpoints:
+    with mfp.Checkpoints(work / "ckpt", fingerprint={"benchmark": 1}, keep=2) as checkpoints:
         for step in range(args.repeats):
             start = time.perf_counter()
             checkpoints.save(step + 1, state=state, history=history, loss=1.0)

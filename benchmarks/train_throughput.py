@@ -58,7 +58,7 @@ def setup(size: dict, batches_per_call: int):
         model, n_replicates=size["n_replicates"], n_task_inputs=2, key=keys[0]
     )
     trials = task.training_trials(
-        keys[1],
+        key=keys[1],
         n_replicates=size["n_replicates"],
         n_batches=n_batches,
         batch_size=size["batch_size"],
@@ -101,7 +101,7 @@ def measure(
     model, task, config, ensemble, trials, key = setup(size, batches_per_call)
     paths = VECTORIZE[vectorize]
     trainers = [mf.Trainer(ensemble, task, config, vectorize_replicates=v) for v in paths]
-    states = [trainer.init(key) for trainer in trainers]
+    states = [trainer.init(key=key) for trainer in trainers]
     optimizer, step = bare_jax.make_step(n_steps=size["n_steps"], delay=1, dt=model.dt)
     params = bare_jax.init_params(jax.random.key(1), size["n_replicates"], size["hidden"])
     opt_state = jax.vmap(optimizer.init)(params)

@@ -51,11 +51,11 @@ def setup(size: str | tuple[int, ...], *, model: dict | None = None, **train):
     keys = jax.random.split(jax.random.key(0), 3)
     ensemble = mf.make_ensemble(model, n_replicates=n_replicates, n_task_inputs=2, key=keys[0])
     trials = task.training_trials(
-        keys[1], n_replicates=n_replicates, n_batches=per_call, batch_size=batch_size
+        key=keys[1], n_replicates=n_replicates, n_batches=per_call, batch_size=batch_size
     )
     chunk = jax.tree.map(lambda x: jnp.asarray(np.swapaxes(np.asarray(x), 0, 1)), trials)
     trainer = mf.Trainer(ensemble, task, config)
-    state = trainer.init(keys[2], learning_key=jax.random.fold_in(keys[2], 3))
+    state = trainer.init(key=keys[2], learning_key=jax.random.fold_in(keys[2], 3))
     return trainer, state, chunk, jnp.arange(per_call)
 
 

@@ -43,7 +43,7 @@ def main() -> None:
     keys = jax.random.split(jax.random.key(args.seed), 4)
     ensemble = mf.make_ensemble(model_config, n_replicates=5, n_task_inputs=2, key=keys[0])
     trials = task.training_trials(
-        keys[1], n_replicates=5, n_batches=config.n_batches, batch_size=config.batch_size
+        key=keys[1], n_replicates=5, n_batches=config.n_batches, batch_size=config.batch_size
     )
     start = time.perf_counter()
     result = mf.train(ensemble, trials, task, config, key=keys[2], progress=False)

@@ -119,7 +119,7 @@ class TinySetup:
             key=init_key,
         )
         self.trials = self.task.training_trials(
-            trials_key,
+            key=trials_key,
             n_replicates=self.config.n_replicates,
             n_batches=self.config.n_batches,
             batch_size=self.config.batch_size,

@@ -110,7 +110,7 @@ def test_the_optimizer_state_continues_only_when_asked(tmp_path):
         experiment = mfp.resolve_experiments(config)[name]
         trainer = mf.Trainer(like, mf.Task(experiment.task), experiment.train)
         state = mf.load_optimizer_state(
-            tmp_path / name / "model", jax.eval_shape(trainer.init, jax.random.key(0)).opt_state
+            tmp_path / name / "model", jax.eval_shape(trainer.init, key=jax.random.key(0)).opt_state
         )
         counts = [x for x in jax.tree.leaves(state) if x.dtype == np.int32]
         return int(np.asarray(counts[0]).ravel()[0])

@@ -19,6 +19,6 @@ def test_programs_compiled_in_the_optimised_block_do_not_leak_out_of_it():
         mf.make_ensemble(config, n_replicates=3, n_task_inputs=2, key=jax.random.key(3))
     # ...which, were it reused here, would differ from a replicate built alone by an ulp.
     ensemble = mf.make_ensemble(config, n_replicates=3, n_task_inputs=2, key=key)
-    alone = mf.build_model(config, n_task_inputs=2, key=mf.replicate_keys(key, 3)[2])
+    alone = mf.build_model(config, n_task_inputs=2, key=mf.replicate_keys(3, key=key)[2])
     taken = mf.take_replicate(ensemble, 2)
     assert_trees_equal(eqx.filter(taken, eqx.is_array), eqx.filter(alone, eqx.is_array))

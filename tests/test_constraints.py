@@ -49,9 +49,9 @@ def test_dale_zeroes_the_weights_of_the_wrong_sign_per_presynaptic_unit():
 
 def test_connectivity_draws_a_mask_of_the_density_without_self_connections():
     constraint = Connectivity(density=0.3, self_connections=False)
-    mask = np.asarray(constraint.prepare(200, jax.random.key(1)))
+    mask = np.asarray(constraint.prepare(200, key=jax.random.key(1)))
     assert abs(mask.mean() - 0.3) < 0.01 and not mask.diagonal().any()
-    assert not np.array_equal(mask, constraint.prepare(200, jax.random.key(2)))
+    assert not np.array_equal(mask, constraint.prepare(200, key=jax.random.key(2)))
     weight = jnp.ones((200, 200))
     np.testing.assert_array_equal(constraint.apply(weight, weight, mask)[0], mask)
 
@@ -76,7 +76,7 @@ def test_constraints_hold_from_initialisation_and_after_every_update(tiny):
     setup = tiny(network={"cell": "rnn"}, constraints=CONSTRAINED)
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config, constraint_key=jax.random.key(3))
     masks = np.asarray(trainer.constraints.prepared[1])  # sorted: projections first
-    state = trainer.init(setup.train_key)
+    state = trainer.init(key=setup.train_key)
     batches = jax.tree.map(lambda x: np.swapaxes(np.asarray(x), 0, 1), setup.trials)
     for batch in range(8):
         model = trainer.ensemble(state.params)
@@ -144,10 +144,10 @@ def test_a_cell_without_one_recurrent_matrix_cannot_be_constrained():
         mf.ModelConfig(), n_replicates=1, n_task_inputs=2, key=jax.random.key(0)
     )
     with pytest.raises(mf.ConfigError, match="rnn or leaky"):
-        Constraints((Dale(),), ensemble, jax.random.key(0))
+        Constraints((Dale(),), ensemble, key=jax.random.key(0))
     assert_trees_equal(
         eqx.filter(
-            Constraints((), ensemble, jax.random.key(0)).apply_ensemble(ensemble), eqx.is_array
+            Constraints((), ensemble, key=jax.random.key(0)).apply_ensemble(ensemble), eqx.is_array
         ),
         eqx.filter(ensemble, eqx.is_array),
     )

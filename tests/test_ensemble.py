@@ -21,7 +21,7 @@ def test_a_taken_replicate_is_the_model_built_alone():
     config = tiny_model_config(cell="leaky")
     key = jax.random.key(7)
     ensemble = mf.make_ensemble(config, n_replicates=3, n_task_inputs=2, key=key)
-    alone = mf.build_model(config, n_task_inputs=2, key=mf.replicate_keys(key, 3)[2])
+    alone = mf.build_model(config, n_task_inputs=2, key=mf.replicate_keys(3, key=key)[2])
     taken = mf.take_replicate(ensemble, 2)
     assert_trees_equal(eqx.filter(taken, eqx.is_array), eqx.filter(alone, eqx.is_array))
     assert eqx.tree_equal(

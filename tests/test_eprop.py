@@ -79,9 +79,9 @@ def _batch(ensemble, task, config):
     trainer = mf.Trainer(ensemble, task, config)
     params = take_replicate(trainer.initial_params, 0)
     frozen = take_replicate(trainer.frozen, 0)
-    trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
+    trials = task.training_trials(key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
     trials = jax.tree.map(lambda x: x[0, 0], trials)
-    return params, trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    return params, trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
 
 
 def _gradients(ensemble, task, config, rule, *, state=None):
@@ -148,7 +148,7 @@ def test_random_feedback_is_drawn_from_the_learning_key_and_kept(tiny):
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     noise_key = jax.random.split(setup.train_key)[0]
     learning_key = jax.random.fold_in(setup.train_key, 3)
-    drawn = trainer.init(noise_key, learning_key=learning_key).learning_state["feedback"]
+    drawn = trainer.init(key=noise_key, learning_key=learning_key).learning_state["feedback"]
     np.testing.assert_array_equal(first, drawn)
     # Random, not the readout's transpose (symmetric feedback), before training or after.
     for ensemble in (setup.ensemble, result.ensemble):
@@ -302,12 +302,12 @@ def test_online_eprop_in_pieces_needs_memory_flat_in_the_trial_length():
         params = take_replicate(trainer.initial_params, 0)
         frozen = take_replicate(trainer.frozen, 0)
         trials = task.training_trials(
-            jax.random.key(4), n_replicates=1, n_batches=1, batch_size=n_trials
+            key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=n_trials
         )
         trials = jax.tree.map(lambda x: x[0, 0], trials)
 
         def gradient(params):
-            batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+            batch = trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
             return rule.value_and_grad(batch, params, None)[1]
 
         analysis = jax.jit(gradient).lower(params).compile().memory_analysis()

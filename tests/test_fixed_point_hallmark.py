@@ -57,7 +57,7 @@ def trained():
     )
     init_key, trials_key, train_key, eval_key = jax.random.split(jax.random.key(0), 4)
     ensemble = mf.make_ensemble(model, n_replicates=1, n_task_inputs=task.n_inputs, key=init_key)
-    trials = task.training_trials(trials_key, n_replicates=1, n_batches=1000, batch_size=32)
+    trials = task.training_trials(key=trials_key, n_replicates=1, n_batches=1000, batch_size=32)
     result = mf.train(ensemble, trials, task, config, key=train_key, progress=False)
     return result.ensemble, task, evaluate(result.ensemble, task, model, key=eval_key)
 

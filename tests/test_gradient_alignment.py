@@ -41,9 +41,9 @@ def _alignment(learning: dict, *, cut_network_paths: bool = False) -> dict[str, 
         )
     trainer = mf.Trainer(ensemble, task, config)
     key = jax.random.key(5)
-    state = trainer.init(key, learning_key=jax.random.key(6))
+    state = trainer.init(key=key, learning_key=jax.random.key(6))
     trials = trials_to_validate_on(task, None, key)
-    found = trainer.alignment(state.params, state.learning_state, trials, key)
+    found = trainer.alignment(state.params, state.learning_state, trials, key=key)
     return {name: np.asarray(value) for name, value in found.items()}
 
 

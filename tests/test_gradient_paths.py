@@ -39,9 +39,9 @@ def _gradients(ensemble, task, config, rule):
     trainer = mf.Trainer(ensemble, task, config)
     params = take_replicate(trainer.initial_params, 0)
     frozen = take_replicate(trainer.frozen, 0)
-    trials = task.training_trials(jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
+    trials = task.training_trials(key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
     trials = jax.tree.map(lambda x: x[0, 0], trials)
-    batch = trainer.replicate_batch(params, frozen, trials, jax.random.key(5))
+    batch = trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
     return rule.value_and_grad(batch, params, None)[1]
 
 

@@ -159,7 +159,7 @@ def test_an_rls_step_sets_the_readout_to_the_ridge_fit_of_its_batch(tiny):
         params,
         take_replicate(trainer.frozen, 0),
         jax.tree.map(lambda x: x[0, 0], setup.trials),
-        jax.random.key(1),
+        key=jax.random.key(1),
     )
     state = rule.init(batch.model, key=None)
     (_, (_, rollouts)), _, state = rule.value_and_grad(batch, params, state, states=True)

@@ -48,7 +48,7 @@ def test_the_state_is_a_plain_pytree_of_arrays_that_saves_and_restores(tiny, tmp
         },
     )
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
-    state = trainer.init(setup.train_key)
+    state = trainer.init(key=setup.train_key)
     batches = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :3], 0, 1), setup.trials)
     state, _ = trainer.run_chunk(state, batches, jnp.arange(3))
     leaves = jax.tree.leaves(state.opt_state)

@@ -25,7 +25,7 @@ def geometry(start=(0.0, 0.0), goal=(0.0, 0.1)):
 
 
 def effects_of(perturbation, trial=None, key=0):
-    params = mf.draw_params(perturbation, jax.random.key(key), ())
+    params = mf.draw_params(perturbation, (), key=jax.random.key(key))
     return perturbation.effects(params, trial or geometry())
 
 
@@ -104,7 +104,7 @@ def test_the_viscous_field_pushes_by_its_matrix_times_velocity():
     """Shadmehr & Mussa-Ivaldi (1994)'s field, scaled per trial: F = scale * B v."""
     field = mf.ViscousField(scale=[0.5, 2.0])
     assert field.matrix == ((-10.1, -11.2), (-11.2, 11.1))
-    params = mf.draw_params(field, jax.random.key(4), ())
+    params = mf.draw_params(field, (), key=jax.random.key(4))
     effects = field.effects(params, geometry())
     velocity = jnp.array([0.1, 0.3])
     expected = float(params["scale"]) * np.array(
@@ -118,7 +118,7 @@ def test_the_viscous_field_pushes_by_its_matrix_times_velocity():
     values, vectors = np.linalg.eigh(np.asarray(field.matrix))
     np.testing.assert_allclose(values, [-14.93, 15.93], atol=0.01)
     unit = mf.ViscousField()
-    effects = unit.effects(mf.draw_params(unit, jax.random.key(0), ()), geometry())
+    effects = unit.effects(mf.draw_params(unit, (), key=jax.random.key(0)), geometry())
     for value, vector in zip(values, vectors.T):
         force = endpoint_force(
             effects.force[0], effects.viscosity[0], jnp.asarray(vector, jnp.float32)
@@ -159,7 +159,7 @@ def test_the_curl_field_pushes_a_moving_effector_to_its_side_in_the_loop(directi
         init_pos=jnp.zeros(2), init_vel=jnp.array([1.0, 0.0]), goal_pos=jnp.array([0.5, 0.0])
     )
     curl = mf.CurlField(strength=5.0, direction=direction)
-    perturbed = trial.perturbed_by((curl,), (mf.draw_params(curl, jax.random.key(0), ()),))
+    perturbed = trial.perturbed_by((curl,), (mf.draw_params(curl, (), key=jax.random.key(0)),))
     plain, _ = mf.run_trial(model, task, trial, key=jax.random.key(1))
     curled, _ = mf.run_trial(model, task, perturbed, key=jax.random.key(1))
     np.testing.assert_allclose(plain.pos[:, 1], 0.0, atol=1e-7)
@@ -173,10 +173,10 @@ def test_feedback_offsets_reach_the_network_after_the_delay_and_nowhere_else():
     config = mf.ModelConfig.from_dict({**config.to_dict(), "feedback": {"delay": delay}})
     model = mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))
     task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 20}))
-    trial = task.sample(jax.random.key(4), 1)
+    trial = task.sample(1, key=jax.random.key(4))
     trial = jax.tree.map(lambda x: x[0], trial)
     offset = mf.FeedbackOffset(distance=0.1, angle=0.0, frame="world", start=0.25, duration=0.2)
-    params = (mf.draw_params(offset, jax.random.key(0), ()),)
+    params = (mf.draw_params(offset, (), key=jax.random.key(0)),)
     # dt 0.05: the offset is sensed at steps 5..8 and seen delay steps later.
     plain, _ = mf.run_trial(model, task, trial, key=jax.random.key(1))
     shifted, _ = mf.run_trial(
@@ -195,7 +195,7 @@ def test_a_target_jump_moves_the_goal_the_network_sees_and_the_loss_uses():
     task = mf.Task(mf.TaskConfig.from_dict({"n_steps": 10}))
     trial = mf.Trials(init_pos=jnp.zeros(2), init_vel=jnp.zeros(2), goal_pos=jnp.array([0.2, 0.0]))
     jump = mf.TargetJump(time=0.2, distance=0.1, angle=90.0)
-    perturbed = trial.perturbed_by((jump,), (mf.draw_params(jump, jax.random.key(0), ()),))
+    perturbed = trial.perturbed_by((jump,), (mf.draw_params(jump, (), key=jax.random.key(0)),))
     _, targets = mf.run_trial(model, task, perturbed, key=jax.random.key(1))
     goal = targets.goal
     np.testing.assert_allclose(goal[:4], np.broadcast_to([0.2, 0.0], (4, 2)))
@@ -207,21 +207,21 @@ def test_draws_stay_in_their_ranges_follow_the_probability_and_repeat_per_key():
     pulse = mf.ForcePulse.from_dict(
         {"probability": 0.3, "amplitude": [1.0, 2.0], "angle": [0, 360], "start": 0.1}
     )
-    params = mf.draw_params(pulse, jax.random.key(7), (4000,))
+    params = mf.draw_params(pulse, (4000,), key=jax.random.key(7))
     assert set(params) == {"active", "amplitude", "angle", "start", "duration"}
     assert 1.0 <= float(params["amplitude"].min()) and float(params["amplitude"].max()) <= 2.0
     assert float(params["angle"].std()) > 90  # spread over the circle, not a constant
     np.testing.assert_array_equal(params["start"], 0.1 * np.ones(4000, np.float32))
     assert 0.27 < float(params["active"].mean()) < 0.33
-    again = mf.draw_params(pulse, jax.random.key(7), (4000,))
-    other = mf.draw_params(pulse, jax.random.key(8), (4000,))
+    again = mf.draw_params(pulse, (4000,), key=jax.random.key(7))
+    other = mf.draw_params(pulse, (4000,), key=jax.random.key(8))
     np.testing.assert_array_equal(params["angle"], again["angle"])
     assert not np.array_equal(params["angle"], other["angle"])
 
 
 def test_an_inactive_trial_is_not_perturbed():
     pulse = mf.ForcePulse(amplitude=5.0, start=0.0, duration=0.2)
-    params = {**mf.draw_params(pulse, jax.random.key(0), ()), "active": jnp.float32(0)}
+    params = {**mf.draw_params(pulse, (), key=jax.random.key(0)), "active": jnp.float32(0)}
     assert nonzero_steps(pulse.effects(params, geometry()).force) == []
 
 
@@ -237,7 +237,7 @@ def test_training_trials_carry_the_tasks_perturbations_and_train():
         }
     )
     task = mf.Task(config)
-    trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=3, batch_size=5)
+    trials = task.training_trials(key=jax.random.key(0), n_replicates=2, n_batches=3, batch_size=5)
     assert [p.kind for p in trials.perturbations] == ["curl", "force_pulse"]
     assert trials.params[0]["strength"].shape == (2, 3, 5)
     model = tiny_model_config()
@@ -292,13 +292,13 @@ def test_trial_stores_keep_the_perturbations_and_their_draws(tmp_path):
         {"n_steps": 12, "perturbations": [{"kind": "target_jump", "angle": [-90, 90]}]}
     )
     task = mf.Task(config)
-    trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=3, batch_size=4)
+    trials = task.training_trials(key=jax.random.key(0), n_replicates=2, n_batches=3, batch_size=4)
     mfp.write_trials(trials, tmp_path / "train.zarr")
     back = mfp.read_trials(tmp_path / "train.zarr")
     assert back.perturbations == trials.perturbations
     for name, values in trials.params[0].items():
         np.testing.assert_array_equal(back.params[0][name], values)
-    validation = task.validation_set(jax.random.key(1))
+    validation = task.validation_set(key=jax.random.key(1))
     mfp.write_dataset(mfp.center_out_dataset(validation), tmp_path / "eval.zarr")
     again = mfp.read_center_out(tmp_path / "eval.zarr")
     assert again.trials.perturbations == config.perturbations
@@ -339,15 +339,15 @@ def test_a_perturbation_setting_is_part_of_the_run_identity():
     ensemble = mf.make_ensemble(
         tiny_model_config(), n_replicates=2, n_task_inputs=2, key=jax.random.key(0)
     )
-    trials = task.training_trials(jax.random.key(1), n_replicates=2, n_batches=2, batch_size=4)
+    trials = task.training_trials(key=jax.random.key(1), n_replicates=2, n_batches=2, batch_size=4)
     config = tiny_train_config(n_replicates=2, n_batches=2, batch_size=4)
 
     def identity(direction):
         curl = mf.CurlField(direction=direction)
-        params = (mf.draw_params(curl, jax.random.key(2), (2, 2, 4)),)
+        params = (mf.draw_params(curl, (2, 2, 4), key=jax.random.key(2)),)
         perturbed = trials.perturbed_by((curl,), params)
-        return mf.run_id(
-            mf.run_fingerprint(ensemble, perturbed, task, config, key=jax.random.key(3))
+        return mfp.run_id(
+            mfp.run_fingerprint(ensemble, perturbed, task, config, key=jax.random.key(3))
         )
 
     assert identity("cw") != identity("ccw")

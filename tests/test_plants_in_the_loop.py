@@ -118,7 +118,7 @@ def test_a_short_run_teaches_an_arm_to_reach(kind):
         optimizer={"learning_rate": 0.05},
     )
     trials_key, train_key = jax.random.split(jax.random.key(2))
-    trials = task.training_trials(trials_key, n_replicates=2, n_batches=60, batch_size=8)
+    trials = task.training_trials(key=trials_key, n_replicates=2, n_batches=60, batch_size=8)
     result = mf.train(ensemble, trials, task, config, key=train_key, progress=False)
     position = result.history["loss"]["position"]
     assert np.isfinite(result.history["loss"]["total"]).all()

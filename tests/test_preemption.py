@@ -8,7 +8,7 @@ import equinox as eqx
 import pytest
 from conftest import assert_trees_equal
 
-import motorflow as mf
+import motorflow.pipeline as mfp
 
 
 def signal_at(batch: int, sig: signal.Signals):
@@ -25,13 +25,13 @@ def test_a_signal_checkpoints_stops_and_the_rerun_equals_an_uninterrupted_run(ti
     setup = tiny(checkpoint={"at": [40]})
     reference = setup.train()
     before = signal.getsignal(sig)
-    with pytest.raises(mf.TrainingPreempted) as stopped:
+    with pytest.raises(mfp.TrainingPreempted) as stopped:
         setup.train(checkpoint_dir=tmp_path, on_log=signal_at(10, sig))
     # Signalled after the call that ended at batch 10: the next call runs to 20.
     assert stopped.value.batch == 20 and stopped.value.signal_name == sig.name
     assert "Run the same command again" in str(stopped.value)
     assert signal.getsignal(sig) == before  # the handler is put back
-    store = mf.CheckpointStore(tmp_path)
+    store = mfp.CheckpointStore(tmp_path)
     (run,) = store.runs()
     assert sorted(int(p.name) for p in (tmp_path / run).iterdir() if p.name.isdigit()) == [20]
     resumed = setup.train(checkpoint_dir=tmp_path)

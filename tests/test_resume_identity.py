@@ -10,6 +10,7 @@ import pytest
 from conftest import assert_trees_equal, tiny_task, tiny_train_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 from motorflow._training._folder_lock import CheckpointsInUseError
 
 BASE_MODEL = {
@@ -44,7 +45,7 @@ def train_model(model_edit, directory=None, seed=3, **kwargs):
     config = train_config()
     keys = jax.random.split(jax.random.key(seed), 3)
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=task.n_inputs, key=keys[0])
-    trials = task.training_trials(keys[1], n_replicates=2, n_batches=10, batch_size=4)
+    trials = task.training_trials(key=keys[1], n_replicates=2, n_batches=10, batch_size=4)
     return mf.train(
         ensemble,
         trials,
@@ -80,7 +81,7 @@ def _setup(model_edit):
     config = train_config()
     keys = jax.random.split(jax.random.key(3), 3)
     ensemble = mf.make_ensemble(model, n_replicates=2, n_task_inputs=task.n_inputs, key=keys[0])
-    trials = task.training_trials(keys[1], n_replicates=2, n_batches=10, batch_size=4)
+    trials = task.training_trials(key=keys[1], n_replicates=2, n_batches=10, batch_size=4)
     return ensemble, trials, task, config, keys[2]
 
 
@@ -92,11 +93,11 @@ def test_every_setting_without_weights_is_part_of_the_run_identity(setting):
         before = {"plant": {"kind": "arm"}}
     ensemble, trials, task, config, key = _setup(before)
     edited, *_ = _setup(SETTINGS_WITHOUT_WEIGHTS[setting])
-    identity = mf.run_id(mf.run_fingerprint(ensemble, trials, task, config, key=key))
-    assert identity != mf.run_id(mf.run_fingerprint(edited, trials, task, config, key=key))
+    identity = mfp.run_id(mfp.run_fingerprint(ensemble, trials, task, config, key=key))
+    assert identity != mfp.run_id(mfp.run_fingerprint(edited, trials, task, config, key=key))
     # ... and the identity is a function of the run alone (no time, no hash seeds).
     again, *_ = _setup(before)
-    assert identity == mf.run_id(mf.run_fingerprint(again, trials, task, config, key=key))
+    assert identity == mfp.run_id(mfp.run_fingerprint(again, trials, task, config, key=key))
 
 
 @pytest.mark.parametrize("setting", ["feedback.delay", "network.hidden_noise_std"])
@@ -118,8 +119,8 @@ def test_checkpoint_cadence_is_not_part_of_the_run_identity():
     cadence = mf.TrainConfig.from_dict(
         {**config.to_dict(), "checkpoint": {"every": 500}, "keep_checkpoints": 7}
     )
-    assert mf.run_id(mf.run_fingerprint(ensemble, trials, task, config, key=key)) == mf.run_id(
-        mf.run_fingerprint(ensemble, trials, task, cadence, key=key)
+    assert mfp.run_id(mfp.run_fingerprint(ensemble, trials, task, config, key=key)) == mfp.run_id(
+        mfp.run_fingerprint(ensemble, trials, task, cadence, key=key)
     )
 
 
@@ -144,7 +145,7 @@ def test_restart_trains_from_the_first_batch(tmp_path):
 def test_the_store_keeps_the_checkpoints_of_the_three_newest_configurations(tmp_path):
     # Four configurations (seeds) that share one compiled program.
     runs = [train_model({}, tmp_path, seed=seed).run_id for seed in range(4)]
-    kept = mf.CheckpointStore(tmp_path).runs()
+    kept = mfp.CheckpointStore(tmp_path).runs()
     assert kept == [run[:16] for run in runs[1:]]
 
 
@@ -154,11 +155,11 @@ def test_a_directory_holding_foreign_files_is_refused_and_left_untouched(tmp_pat
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "x.npy").write_bytes(b"123")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    with pytest.raises(mf.ForeignFilesError, match="did not write") as error:
+    with pytest.raises(mfp.ForeignFilesError, match="did not write") as error:
         if kind == "store":
             train_model({}, tmp_path)
         else:
-            mf.Checkpoints(tmp_path, fingerprint={"run": 1})
+            mfp.Checkpoints(tmp_path, fingerprint={"run": 1})
     assert str(tmp_path) in str(error.value) and "notes.txt" in str(error.value)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
     assert (tmp_path / "notes.txt").read_text() == "mine"
@@ -167,22 +168,22 @@ def test_a_directory_holding_foreign_files_is_refused_and_left_untouched(tmp_pat
 def test_a_foreign_file_inside_a_store_is_refused(tmp_path):
     train_model({}, tmp_path)
     (tmp_path / "mine.txt").write_text("keep me")
-    with pytest.raises(mf.ForeignFilesError, match="mine.txt"):
+    with pytest.raises(mfp.ForeignFilesError, match="mine.txt"):
         train_model({}, tmp_path)
     assert (tmp_path / "mine.txt").read_text() == "keep me"
 
 
 HOLD = """
 import sys, time
-import motorflow as mf
-checkpoints = mf.CheckpointStore(sys.argv[1]).open("0123456789abcdef", fingerprint={"run": 1})
+import motorflow.pipeline as mfp
+checkpoints = mfp.CheckpointStore(sys.argv[1]).open("0123456789abcdef", fingerprint={"run": 1})
 print("holding", flush=True)
 time.sleep(600)
 """
 
 
 def test_a_second_training_in_a_checkpoint_directory_is_refused_until_the_first_ends(tmp_path):
-    first = mf.CheckpointStore(tmp_path).open("0123456789abcdef", fingerprint={"run": 1})
+    first = mfp.CheckpointStore(tmp_path).open("0123456789abcdef", fingerprint={"run": 1})
     with pytest.raises(CheckpointsInUseError, match=f"{os.getpid()}.*wait for that one to end"):
         train_model({}, tmp_path)
     first.close()

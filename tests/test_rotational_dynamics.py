@@ -36,7 +36,7 @@ def reaches(n_batches: int):
             checkpoint={"every": 50},
         )
         trials = task.training_trials(
-            keys["trials"], n_replicates=N_REPLICATES, n_batches=n_batches, batch_size=32
+            key=keys["trials"], n_replicates=N_REPLICATES, n_batches=n_batches, batch_size=32
         )
         ensemble = mf.train(ensemble, trials, task, train, key=keys["train"], progress=False)
         ensemble = ensemble.ensemble

@@ -55,7 +55,7 @@ def _pieces(model, task, trials, keys, lengths):
 def setting():
     task = _perturbed_delayed_task()
     model = mf.build_model(tiny_model_config(), n_task_inputs=task.n_inputs, key=jax.random.key(1))
-    trials = task.training_trials(jax.random.key(2), n_replicates=1, n_batches=1, batch_size=5)
+    trials = task.training_trials(key=jax.random.key(2), n_replicates=1, n_batches=1, batch_size=5)
     trials = jax.tree.map(lambda x: x[0, 0], trials)
     return task, model, trials, jax.random.split(jax.random.key(3), 5)
 

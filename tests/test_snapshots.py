@@ -59,7 +59,7 @@ def test_snapshots_and_gradient_norms_survive_resuming(tiny, tmp_path):
 def batch_gradients(setup, trainer, batch=0):
     """Each replicate's gradients of its total and of each weighted term in `batch`,
     computed by hand as the update computes them."""
-    state = trainer.init(jax.random.split(setup.train_key)[0])
+    state = trainer.init(key=jax.random.split(setup.train_key)[0])
     keys = jax.random.split(jax.random.fold_in(state.key, batch), setup.config.n_replicates)
     weights = {name: term.weight for name, term in setup.config.loss.terms.items()}
 

@@ -9,7 +9,7 @@ import motorflow.pipeline as mfp
 
 def test_trial_specs_round_trip_with_labelled_dims(tmp_path):
     task = tiny_task()
-    trials = task.training_trials(jax.random.key(0), n_replicates=2, n_batches=5, batch_size=3)
+    trials = task.training_trials(key=jax.random.key(0), n_replicates=2, n_batches=5, batch_size=3)
     mfp.write_trials(trials, tmp_path / "train.zarr", batches_per_chunk=2, attrs={"seed": 0})
     stored = xr.open_zarr(tmp_path / "train.zarr", consolidated=False)
     assert stored.goal_pos.dims == ("replicate", "batch", "trial", "component")
@@ -29,7 +29,7 @@ def test_center_out_specs_round_trip(tmp_path):
 
 def test_a_store_with_wrong_dims_or_missing_variables_is_named(tmp_path):
     trials = tiny_task().training_trials(
-        jax.random.key(0), n_replicates=1, n_batches=2, batch_size=3
+        key=jax.random.key(0), n_replicates=1, n_batches=2, batch_size=3
     )
     dataset = mfp.trials_dataset(trials)
     mfp.write_dataset(dataset.drop_vars("goal_pos"), tmp_path / "missing.zarr")

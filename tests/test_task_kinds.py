@@ -27,20 +27,20 @@ def test_every_kind_is_registered_and_picked_by_from_dict():
 
 def test_a_delayed_reach_goes_where_the_reach_of_the_same_key_goes():
     key = jax.random.key(3)
-    reach, delayed = task("reach").sample(key, 50), task("delayed_reach").sample(key, 50)
+    reach, delayed = task("reach").sample(50, key=key), task("delayed_reach").sample(50, key=key)
     for name in ("init_pos", "init_vel", "goal_pos"):
         np.testing.assert_array_equal(getattr(reach, name), getattr(delayed, name))
     assert reach.go_step is None and delayed.go_step.dtype == jnp.int32
 
 
 def test_go_steps_cover_their_inclusive_range():
-    trials = task("delayed_reach", go_step=[5, 8]).sample(jax.random.key(0), 400)
+    trials = task("delayed_reach", go_step=[5, 8]).sample(400, key=jax.random.key(0))
     assert set(np.asarray(trials.go_step).tolist()) == {5, 6, 7, 8}
 
 
 def test_the_go_cue_is_an_input_from_its_step_on_and_the_hold_ends_there():
     t = task("delayed_reach", n_steps=12, go_step=[3, 9])
-    trials = t.sample(jax.random.key(1), 6)
+    trials = t.sample(6, key=jax.random.key(1))
     goal = jnp.broadcast_to(trials.goal_pos[:, None], (6, 12, 2))
     inputs = jax.vmap(t.inputs)(trials, goal)
     hold = jax.vmap(t.hold)(trials)
@@ -61,7 +61,7 @@ def test_evaluation_reaches_share_one_go_step(setting, expected):
 
 
 def test_center_out_training_reaches_leave_the_center_to_an_evaluated_distance():
-    trials = task("center_out").sample(jax.random.key(2), 500)
+    trials = task("center_out").sample(500, key=jax.random.key(2))
     center = np.asarray([0.1, 0.2], np.float32)
     np.testing.assert_array_equal(trials.init_pos, np.broadcast_to(center, (500, 2)))
     offset = np.asarray(trials.goal_pos) - [0.1, 0.2]
@@ -75,7 +75,7 @@ def test_center_out_training_reaches_leave_the_center_to_an_evaluated_distance()
 
 def test_posture_trials_hold_where_they_start_at_every_step():
     t = task("posture", workspace=[[-0.5, -0.5], [0.5, 0.5]], n_steps=9)
-    trials = t.sample(jax.random.key(4), 300)
+    trials = t.sample(300, key=jax.random.key(4))
     np.testing.assert_array_equal(trials.init_pos, trials.goal_pos)
     assert np.asarray(trials.init_pos).min() >= -0.5 and np.asarray(trials.init_pos).max() <= 0.5
     np.testing.assert_array_equal(t.hold(jax.tree.map(lambda x: x[0], trials)), [True] * 9)
@@ -88,14 +88,14 @@ def test_posture_trials_hold_where_they_start_at_every_step():
 
 def test_go_steps_survive_the_trial_stores(tmp_path):
     t = task("delayed_reach", go_step=[2, 7])
-    trials = t.training_trials(jax.random.key(5), n_replicates=2, n_batches=3, batch_size=4)
+    trials = t.training_trials(key=jax.random.key(5), n_replicates=2, n_batches=3, batch_size=4)
     mfp.write_trials(trials, tmp_path / "train.zarr")
     np.testing.assert_array_equal(mfp.read_trials(tmp_path / "train.zarr").go_step, trials.go_step)
     mfp.write_dataset(mfp.center_out_dataset(t.eval_trials()), tmp_path / "eval.zarr")
     stored = mfp.read_center_out(tmp_path / "eval.zarr")
     np.testing.assert_array_equal(stored.trials.go_step, t.eval_trials().trials.go_step)
     reach = task("reach").training_trials(
-        jax.random.key(5), n_replicates=1, n_batches=2, batch_size=3
+        key=jax.random.key(5), n_replicates=1, n_batches=2, batch_size=3
     )
     mfp.write_trials(reach, tmp_path / "reach.zarr")
     assert "go_step" not in mfp.open_dataset(tmp_path / "reach.zarr")
@@ -128,7 +128,7 @@ def test_a_trained_network_waits_for_the_go_cue_and_then_reaches():
     )
     keys = mfp.experiment_keys(0)
     ensemble = mf.make_ensemble(model, n_replicates=1, n_task_inputs=3, key=keys["init"])
-    trials = t.training_trials(keys["trials"], n_replicates=1, n_batches=400, batch_size=64)
+    trials = t.training_trials(key=keys["trials"], n_replicates=1, n_batches=400, batch_size=64)
     trained = mf.train(ensemble, trials, t, train, key=keys["train"], progress=False).ensemble
     states = mf.evaluate(trained, t, model, key=keys["evaluate"])
     metrics = mf.reach_metrics(states)

@@ -13,7 +13,7 @@ def task(**config):
 
 
 def test_reaches_start_at_rest_inside_the_workspace():
-    trials = task().sample(jax.random.key(0), 2000)
+    trials = task().sample(2000, key=jax.random.key(0))
     for points in (trials.init_pos, trials.goal_pos):
         points = np.asarray(points)
         assert points[:, 0].min() >= -1 and points[:, 0].max() <= 2
@@ -23,20 +23,22 @@ def test_reaches_start_at_rest_inside_the_workspace():
 
 
 def test_training_trials_have_replicate_batch_trial_dims_and_differ():
-    trials = task().training_trials(jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5)
+    trials = task().training_trials(
+        key=jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5
+    )
     assert trials.goal_pos.shape == (3, 4, 5, 2)
     goal = np.asarray(trials.goal_pos)
     assert not np.array_equal(goal[0], goal[1]) and not np.array_equal(goal[0, 0], goal[0, 1])
     shared = task().training_trials(
-        jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5, shared=True
+        key=jax.random.key(1), n_replicates=3, n_batches=4, batch_size=5, shared=True
     )
     assert shared.goal_pos.shape == (1, 4, 5, 2)
 
 
 def test_any_batch_can_be_regenerated_alone():
     key = jax.random.key(2)
-    trials = task().training_trials(key, n_replicates=2, n_batches=6, batch_size=3)
-    alone = task().sample(jax.random.fold_in(jax.random.fold_in(key, 1), 4), 3)
+    trials = task().training_trials(key=key, n_replicates=2, n_batches=6, batch_size=3)
+    alone = task().sample(3, key=jax.random.fold_in(jax.random.fold_in(key, 1), 4))
     np.testing.assert_array_equal(trials.goal_pos[1, 4], alone.goal_pos)
 
 
@@ -58,7 +60,7 @@ def test_center_out_set_lays_goals_around_the_center():
 
 def test_inputs_hold_the_goal_for_every_step():
     t = task(n_steps=7)
-    trials = t.sample(jax.random.key(0), 3)
+    trials = t.sample(3, key=jax.random.key(0))
     model = mf.build_model(mf.ModelConfig(), n_task_inputs=t.n_inputs, key=jax.random.key(1))
     _, targets = mf.run_trials(model, t, trials, jax.random.split(jax.random.key(2), 3))
     goal = targets.goal

@@ -12,6 +12,7 @@ import pytest
 from conftest import assert_trees_equal, tiny_train_config
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 from motorflow._training._divergence import DivergencePolicy
 from motorflow._training._driver import _chunk_inputs
 from motorflow._training._schedule import WallClock
@@ -154,7 +155,7 @@ def test_keeps_the_newest_checkpoints_and_the_best(tiny, tmp_path):
     setup = tiny(keep_checkpoints=1)
     setup.train(checkpoint_dir=tmp_path)
     run = run_dir(tmp_path)
-    with mf.Checkpoints(run, fingerprint=_fingerprint(run), keep=1) as checkpoints:
+    with mfp.Checkpoints(run, fingerprint=_fingerprint(run), keep=1) as checkpoints:
         steps = checkpoints.all_steps()
         assert checkpoints.latest_step() == 40 and 40 in steps
         assert checkpoints.best_step() in steps
@@ -185,7 +186,7 @@ def test_non_finite_loss_names_batch_replicate_and_term_and_keeps_the_checkpoint
     assert "checkpoint (batch 20)" in message
     assert (error.value.batch, error.value.replicates) == (27, [1])
     run = run_dir(tmp_path)
-    with mf.Checkpoints(run, fingerprint=_fingerprint(run)) as checkpoints:
+    with mfp.Checkpoints(run, fingerprint=_fingerprint(run)) as checkpoints:
         assert checkpoints.latest_step() == 20
 
 
@@ -241,7 +242,9 @@ def test_replicates_trained_as_one_batch_match_replicates_trained_in_turn(tiny, 
         trainer = mf.Trainer(
             setup.ensemble, setup.task, setup.config, vectorize_replicates=vectorize
         )
-        state, records = trainer.run_chunk(trainer.init(setup.train_key), batches, jnp.arange(10))
+        state, records = trainer.run_chunk(
+            trainer.init(key=setup.train_key), batches, jnp.arange(10)
+        )
         results.append((state.params, state.opt_state, records))
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), *results)
 
@@ -303,7 +306,7 @@ def test_isolation_freezes_a_diverged_replicate_and_trains_the_others_as_if_none
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     noise_key = jax.random.split(setup.train_key)[0]
     inputs = _chunk_inputs(setup.trials, 0, 5, mf.TrainingPlan(setup.config))
-    after_five, _ = trainer.run_chunk(trainer.init(noise_key), *inputs)
+    after_five, _ = trainer.run_chunk(trainer.init(key=noise_key), *inputs)
     assert_trees_equal(replicates(result.state.params, 1), replicates(after_five.params, 1))
     loss = result.history["loss"]["total"][:, 1]
     assert np.isfinite(loss[:5]).all() and np.isnan(loss[5:]).all()
@@ -384,7 +387,7 @@ def test_the_best_parameters_are_those_of_the_lowest_validation_loss(tiny):
     # Each replicate's best parameters are its parameters after its best batch count.
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     plan = mf.TrainingPlan(setup.config)
-    state = trainer.init(jax.random.split(setup.train_key)[0])
+    state = trainer.init(key=jax.random.split(setup.train_key)[0])
     at = {0: state.params}
     for start, stop in plan.chunks(0):
         state, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
@@ -472,7 +475,7 @@ def states_at_chunk_ends(setup):
     """The train state after each of the plan's chunks, run as `train` runs them."""
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     plan = mf.TrainingPlan(setup.config)
-    state = trainer.init(jax.random.split(setup.train_key)[0])
+    state = trainer.init(key=jax.random.split(setup.train_key)[0])
     states = {0: state}
     for start, stop in plan.chunks(0):
         state, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, start, stop, plan))
@@ -510,7 +513,7 @@ def test_a_parts_learning_rate_scales_its_steps(tiny):
     for optimizer in (sgd, {**sgd, "learning_rates": {"network.readout": 0.001}}):
         setup = tiny(optimizer=optimizer)
         trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
-        first = trainer.init(setup.train_key)
+        first = trainer.init(key=setup.train_key)
         batch = jax.tree.map(lambda x: np.swapaxes(np.asarray(x)[:, :1], 0, 1), setup.trials)
         after, _ = trainer.run_chunk(first, batch, jnp.array([0]))
         steps.append(

@@ -14,7 +14,7 @@ def first_batch(setup):
     `train` runs it."""
     trainer = mf.Trainer(setup.ensemble, setup.task, setup.config)
     plan = mf.TrainingPlan(setup.config)
-    state = trainer.init(jax.random.split(setup.train_key)[0])
+    state = trainer.init(key=jax.random.split(setup.train_key)[0])
     after, _ = trainer.run_chunk(state, *_chunk_inputs(setup.trials, 0, 1, plan))
     return trainer, state, after
 

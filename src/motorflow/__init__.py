@@ -138,15 +138,12 @@ if TYPE_CHECKING:
         Trials,
         WorkspaceTask,
     )
-    from ._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
     from ._training._config import OptimizerConfig, ScheduleConfig, TrainConfig
     from ._training._divergence import NonFiniteLossError
     from ._training._driver import TrainResult, train
     from ._training._history import empty_history, history_dataset
     from ._training._optimizer import learning_rate_schedule, make_optimizer
     from ._training._plan import TrainingPlan
-    from ._training._preemption import TrainingPreempted
-    from ._training._run_identity import run_fingerprint, run_id
     from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
     from ._training._state import BatchRecords, TrainState
     from ._training._trainable import trainable_filter
@@ -194,8 +191,6 @@ __all__ = [
     "CenterOut",
     "CenterOutConfig",
     "CenterOutTaskConfig",
-    "CheckpointStore",
-    "Checkpoints",
     "ClosedLoop",
     "ConfigError",
     "ConfigErrors",
@@ -213,7 +208,6 @@ __all__ = [
     "FinalVelocityTerm",
     "FixedPointsAnalysis",
     "ForcePulse",
-    "ForeignFilesError",
     "GRUCell",
     "HiddenTerm",
     "HoldTerm",
@@ -249,7 +243,6 @@ __all__ = [
     "TrainState",
     "Trainer",
     "TrainingPlan",
-    "TrainingPreempted",
     "TrialGeometry",
     "Trials",
     "TruncatedBPTT",
@@ -302,8 +295,6 @@ __all__ = [
     "replicate_keys",
     "replicate_values",
     "rollout_ensemble",
-    "run_fingerprint",
-    "run_id",
     "run_trial",
     "run_trials",
     "sample_starts",

@@ -39,7 +39,7 @@ def condition_trials(
     """
     n_conditions, n_trials = len(conditions), trials.init_pos.shape[0]
     repeated = jax.tree.map(lambda x: jnp.broadcast_to(x, (n_conditions, *x.shape)), trials)
-    slots, params, owners = draw_conditions(conditions, key, n_trials)
+    slots, params, owners = draw_conditions(conditions, n_trials, key=key)
     return repeated.perturbed_by(slots, params), owners
 
 

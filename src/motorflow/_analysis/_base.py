@@ -31,7 +31,7 @@ class AnalysisInputs:
     ensemble: Any
     task: Task
     center_out: CenterOut
-    key: PRNGKeyArray
+    key: PRNGKeyArray = dataclasses.field(kw_only=True)
 
 
 class AbstractAnalysis(Block):

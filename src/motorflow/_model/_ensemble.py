@@ -79,7 +79,7 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
     )
 
 
-def replicate_keys(key: PRNGKeyArray, n_replicates: int) -> PRNGKeyArray:
+def replicate_keys(n_replicates: int, *, key: PRNGKeyArray) -> PRNGKeyArray:
     """The per-replicate initialisation keys used by :func:`make_ensemble`."""
     return jax.random.split(key, n_replicates)
 
@@ -89,9 +89,9 @@ def make_ensemble(
 ) -> ClosedLoop:
     """`n_replicates` models as one module whose array leaves lead with a replicate axis.
 
-    Replicate i is the model ``build_model(config, key=replicate_keys(key, n)[i])``.
+    Replicate i is the model ``build_model(config, key=replicate_keys(n, key=key)[i])``.
     """
-    keys = replicate_keys(key, n_replicates)
+    keys = replicate_keys(n_replicates, key=key)
     return eqx.filter_vmap(lambda k: build_model(config, n_task_inputs=n_task_inputs, key=k))(keys)
 
 

@@ -14,7 +14,7 @@ Params = dict[str, Array]
 
 
 def draw_params(
-    perturbation: AbstractPerturbation, key: PRNGKeyArray, shape: tuple[int, ...]
+    perturbation: AbstractPerturbation, shape: tuple[int, ...], *, key: PRNGKeyArray
 ) -> Params:
     """The perturbation's settings for trials of `shape`: ``active`` (1 with its
     `probability`, else 0) and each drawn setting (uniform over its range; a plain
@@ -35,17 +35,17 @@ def draw_params(
 
 
 def draw_all(
-    perturbations: Sequence[AbstractPerturbation], key: PRNGKeyArray, shape: tuple[int, ...]
+    perturbations: Sequence[AbstractPerturbation], shape: tuple[int, ...], *, key: PRNGKeyArray
 ) -> tuple[Params, ...]:
     """:func:`draw_params` for each perturbation, the i-th from ``fold_in(key, i)``."""
     return tuple(
-        draw_params(perturbation, jax.random.fold_in(key, index), shape)
+        draw_params(perturbation, shape, key=jax.random.fold_in(key, index))
         for index, perturbation in enumerate(perturbations)
     )
 
 
 def draw_conditions(
-    conditions: Mapping[str, Sequence[AbstractPerturbation]], key: PRNGKeyArray, n_trials: int
+    conditions: Mapping[str, Sequence[AbstractPerturbation]], n_trials: int, *, key: PRNGKeyArray
 ) -> tuple[tuple[AbstractPerturbation, ...], tuple[Params, ...], tuple[int, ...]]:
     """Every condition's perturbations as one list of slots over `(condition, trial)`.
 
@@ -58,7 +58,7 @@ def draw_conditions(
     shape = (len(conditions), n_trials)
     params = []
     for slot, (owner, perturbation) in enumerate(slots):
-        drawn = draw_params(perturbation, jax.random.fold_in(key, slot), shape)
+        drawn = draw_params(perturbation, shape, key=jax.random.fold_in(key, slot))
         mine = (jnp.arange(len(conditions)) == owner).astype(jnp.float32)[:, None]
         params.append({**drawn, "active": drawn["active"] * mine})
     return tuple(p for _, p in slots), tuple(params), tuple(owner for owner, _ in slots)

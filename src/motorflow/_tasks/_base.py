@@ -90,7 +90,7 @@ class TaskConfig(Block):
         return super().from_dict(data, path)
 
     @abc.abstractmethod
-    def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
+    def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         """`n_trials` training trials from `key`, without perturbations."""
 
     def evaluation(self) -> CenterOut:

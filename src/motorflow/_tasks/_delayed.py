@@ -64,11 +64,11 @@ class DelayedReachConfig(ReachConfig):
         low, high = self.go_step
         return (low + high) // 2 if self.eval_go_step is None else self.eval_go_step
 
-    def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
+    def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         """The reach task's trials from `key`, go steps from ``fold_in(key, 2)``."""
         low, high = self.go_step
         go_step = jax.random.randint(jax.random.fold_in(key, 2), (n_trials,), low, high + 1)
-        return super().draw(key, n_trials).with_go_step(go_step)
+        return super().draw(n_trials, key=key).with_go_step(go_step)
 
     def evaluation(self) -> CenterOut:
         center_out = super().evaluation()

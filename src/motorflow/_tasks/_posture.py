@@ -29,8 +29,8 @@ class PostureConfig(WorkspaceTask):
         description="`[[x_min, y_min], [x_max, y_max]]` of the positions to hold",
     )
 
-    def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
-        pos = self.uniform(key, n_trials)
+    def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
+        pos = self.uniform(n_trials, key=key)
         return Trials(init_pos=pos, init_vel=jnp.zeros_like(pos), goal_pos=pos)
 
     def evaluation(self) -> CenterOut:

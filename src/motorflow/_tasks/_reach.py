@@ -54,7 +54,7 @@ class WorkspaceTask(TaskConfig):
                 )
         return self
 
-    def uniform(self, key: PRNGKeyArray, n_trials: int) -> jax.Array:
+    def uniform(self, n_trials: int, *, key: PRNGKeyArray) -> jax.Array:
         """`n_trials` positions uniform in the workspace, `(n_trials, 2)`."""
         lower, upper = (jnp.asarray(c, jnp.float32) for c in self.workspace)
         return jax.random.uniform(key, (n_trials, 2), minval=lower, maxval=upper)
@@ -77,13 +77,13 @@ class ReachConfig(WorkspaceTask):
 
     kind: Literal["reach"] = "reach"
 
-    def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
+    def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         start_key, goal_key = jax.random.split(key)
-        init_pos = self.uniform(start_key, n_trials)
+        init_pos = self.uniform(n_trials, key=start_key)
         return Trials(
             init_pos=init_pos,
             init_vel=jnp.zeros_like(init_pos),
-            goal_pos=self.uniform(goal_key, n_trials),
+            goal_pos=self.uniform(n_trials, key=goal_key),
         )
 
 
@@ -94,7 +94,7 @@ class CenterOutTaskConfig(TaskConfig):
 
     kind: Literal["center_out"] = "center_out"
 
-    def draw(self, key: PRNGKeyArray, n_trials: int) -> Trials:
+    def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         angle_key, distance_key = jax.random.split(key)
         angle = jax.random.uniform(angle_key, (n_trials,), maxval=2 * math.pi)
         distances = jnp.asarray(self.eval.distances, jnp.float32)

@@ -31,23 +31,23 @@ class Task(eqx.Module):
         """Task inputs the network receives each step (the goal, and a go cue if any)."""
         return self.config.n_inputs
 
-    def sample(self, key: PRNGKeyArray, n_trials: int) -> Trials:
+    def sample(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         """`n_trials` training trials of the task's kind, drawn from `key`; the
         perturbations from ``fold_in(key, 1)``."""
-        trials = self.config.draw(key, n_trials)
-        return self._perturbed(trials, jax.random.fold_in(key, 1), (n_trials,))
+        trials = self.config.draw(n_trials, key=key)
+        return self._perturbed(trials, (n_trials,), key=jax.random.fold_in(key, 1))
 
-    def _perturbed(self, trials: Trials, key: PRNGKeyArray, shape: tuple[int, ...]) -> Trials:
+    def _perturbed(self, trials: Trials, shape: tuple[int, ...], *, key: PRNGKeyArray) -> Trials:
         """`trials` carrying the task's perturbations, drawn from `key`."""
         perturbations = self.config.perturbations
         if not perturbations:
             return trials
-        return trials.perturbed_by(perturbations, draw_all(perturbations, key, shape))
+        return trials.perturbed_by(perturbations, draw_all(perturbations, shape, key=key))
 
     def training_trials(
         self,
-        key: PRNGKeyArray,
         *,
+        key: PRNGKeyArray,
         n_replicates: int,
         n_batches: int,
         batch_size: int,
@@ -62,7 +62,7 @@ class Task(eqx.Module):
         n_sets = 1 if shared else n_replicates
 
         def one(r, b):
-            return self.sample(jax.random.fold_in(jax.random.fold_in(key, r), b), batch_size)
+            return self.sample(batch_size, key=jax.random.fold_in(jax.random.fold_in(key, r), b))
 
         grid = jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))
         return jax.jit(grid)(jnp.arange(n_sets), jnp.arange(n_batches))
@@ -71,11 +71,11 @@ class Task(eqx.Module):
         """The task's evaluation trials, laid out around its evaluation center (dim `trial`)."""
         return self.config.evaluation()
 
-    def validation_set(self, key: PRNGKeyArray) -> CenterOut:
+    def validation_set(self, *, key: PRNGKeyArray) -> CenterOut:
         """The evaluation trials under the task's (training) perturbations, drawn from `key`."""
         center_out = self.eval_trials()
         n_trials = center_out.trials.init_pos.shape[0]
-        perturbed = self._perturbed(center_out.trials, key, (n_trials,))
+        perturbed = self._perturbed(center_out.trials, (n_trials,), key=key)
         return eqx.tree_at(lambda c: c.trials, center_out, perturbed)
 
     def inputs(self, trial: Trials, goal: Float[Array, "time 2"]) -> Float[Array, "time input"]:

@@ -90,11 +90,11 @@ def train(
     - `config`: the training config; its schedules say when to validate, log and
       checkpoint (:class:`TrainingPlan`).
     - `key`: seeds the per-batch noise and the validation noise.
-    - `checkpoint_dir`: a :class:`CheckpointStore` to checkpoint into (on the
-      ``checkpoint`` schedule and at the end) and resume from; None trains
-      without checkpoints. Only checkpoints of the identical run (same
-      :func:`run_fingerprint`) are resumed; those of other runs are kept there for
-      a while and never applied to this one.
+    - `checkpoint_dir`: a :class:`motorflow.pipeline.CheckpointStore` to checkpoint
+      into (on the ``checkpoint`` schedule and at the end) and resume from; None
+      trains without checkpoints. Only checkpoints of the identical run (same
+      :func:`motorflow.pipeline.run_fingerprint`) are resumed; those of other runs are
+      kept there for a while and never applied to this one.
     - `validation`: the validation set; by default the task's center-out set under
       its training perturbations (:meth:`Task.validation_set`).
     - `progress`: show a progress bar.
@@ -112,7 +112,7 @@ def train(
 
     A resumed run ends bitwise-identical to an uninterrupted one on the same device.
     SIGTERM or SIGUSR1 (in the main thread) make it checkpoint after the running
-    compiled call and raise :class:`TrainingPreempted`.
+    compiled call and raise :class:`motorflow.pipeline.TrainingPreempted`.
 
     When a replicate's loss or parameters become NaN/inf, ``config.on_divergence``
     decides: ``stop`` raises :class:`NonFiniteLossError` (nothing is checkpointed from
@@ -126,7 +126,7 @@ def train(
     trainer = Trainer(ensemble, task, config, constraint_key=jax.random.fold_in(key, 2))
     plan = TrainingPlan(config)
     noise_key, validation_key = jax.random.split(key)
-    state = trainer.init(noise_key, learning_key=jax.random.fold_in(key, 3))
+    state = trainer.init(key=noise_key, learning_key=jax.random.fold_in(key, 3))
     if initial_opt_state is not None:
         state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
     parameters = parameter_table(trainer.initial_params)

@@ -41,7 +41,7 @@ def update_replicates(
         state = (params, opt_state, learning_state)
         segment_length = trainer.learning_rule.segment_length()
         if segment_length is None:
-            problem = trainer.replicate_batch(params, frozen, trials, key)
+            problem = trainer.replicate_batch(params, frozen, trials, key=key)
             new_state, total, terms, grads, _ = trainer._learn(
                 problem,
                 state,

@@ -17,7 +17,7 @@ from ._config import TrainConfig
 def trials_to_validate_on(task: Task, validation: CenterOut | None, key: PRNGKeyArray) -> Trials:
     """The given validation set's trials, else the task's, perturbed as in training."""
     if validation is None:
-        validation = task.validation_set(jax.random.fold_in(key, 1))
+        validation = task.validation_set(key=jax.random.fold_in(key, 1))
     return validation.trials
 
 

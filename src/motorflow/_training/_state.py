@@ -33,7 +33,7 @@ class TrainState(eqx.Module):
     opt_state: Any
     learning_state: Any
     step: Int[Array, ""]
-    key: PRNGKeyArray
+    key: PRNGKeyArray = eqx.field(kw_only=True)
     diverged_at: Int[Array, " replicate"]
     best_params: Any
     best_loss: Float[Array, " replicate"]

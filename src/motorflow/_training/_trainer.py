@@ -104,7 +104,7 @@ class Trainer(eqx.Module):
         self.constraints = Constraints(
             config.constraints,
             ensemble,
-            jax.random.key(0) if constraint_key is None else constraint_key,
+            key=jax.random.key(0) if constraint_key is None else constraint_key,
         )
         ensemble = self.constraints.apply_ensemble(ensemble)
         self.update_rules = UpdateRules(config.update_rules, ensemble)
@@ -142,7 +142,7 @@ class Trainer(eqx.Module):
         """The compiled methods' key and this trainer's arrays (:func:`program_parts`)."""
         return program_parts(self)
 
-    def init(self, key: PRNGKeyArray, *, learning_key: PRNGKeyArray | None = None) -> TrainState:
+    def init(self, *, key: PRNGKeyArray, learning_key: PRNGKeyArray | None = None) -> TrainState:
         """The state before the first batch; `key` seeds the per-batch noise and
         `learning_key` the learning rule's state (random feedback weights)."""
         per_replicate = (self.n_replicates,)
@@ -187,7 +187,7 @@ class Trainer(eqx.Module):
         terms = loss_terms(self.config.loss, rollouts, targets)
         return total_loss(self.config.loss, terms), (terms, rollouts if states else None)
 
-    def replicate_batch(self, params, frozen, trials: Trials, key: PRNGKeyArray) -> Batch:
+    def replicate_batch(self, params, frozen, trials: Trials, *, key: PRNGKeyArray) -> Batch:
         """What the learning rule sees of one replicate's batch: its loss as a function
         of `params` (with noise from `key`), its model, the task and the `trials`."""
 
@@ -322,7 +322,7 @@ class Trainer(eqx.Module):
         per_replicate = unpad((records.loss, records.grad_norm), axis=1)
         return state, BatchRecords(*per_replicate, records.learning_rate)
 
-    def alignment(self, params, learning_state, trials: Trials, key) -> dict[str, Array]:
+    def alignment(self, params, learning_state, trials: Trials, *, key) -> dict[str, Array]:
         """Per trained array (by its :func:`named_arrays` path), `(replicate,)`: the
         cosine between the learning rule's update and the BPTT gradient of the loss on
         the shared `trials` (noise as :meth:`validate` draws it from `key`), at `params`.
@@ -345,7 +345,7 @@ class Trainer(eqx.Module):
         keys = jax.random.split(key, self.n_replicates)
 
         def one(params, frozen, learning_state, key):
-            batch = self.replicate_batch(params, frozen, trials, key)
+            batch = self.replicate_batch(params, frozen, trials, key=key)
             _, update, _ = self.learning_rule.value_and_grad(batch, params, learning_state)
             _, exact = backpropagated(batch, params)
             exact = named_arrays(exact)

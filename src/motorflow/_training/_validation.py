@@ -50,7 +50,9 @@ class Validation:
             diverged_at = np.where(frozen_here, batch, diverged_at).astype(np.int32)
             state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
         losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
-        alignment = trainer.alignment(state.params, state.learning_state, self.trials, self.key)
+        alignment = trainer.alignment(
+            state.params, state.learning_state, self.trials, key=self.key
+        )
         record_alignment(
             history,
             batch,

@@ -1,5 +1,6 @@
-"""What runs the workflow: stages, stores, job settings, experiments and sweeps, the
-workflow config and its loader, devices, logging, export and the command line.
+"""What runs the workflow: stages, stores, checkpoints, run identities and preemption,
+job settings, experiments and sweeps, the workflow config and its loader, devices,
+logging, export and the command line.
 
 The Snakemake scripts call these; the science they run is :mod:`motorflow`'s.
 """
@@ -11,6 +12,9 @@ from .._lazy import lazy_names
 # The names below load on first use (motorflow._lazy): importing the package is cheap.
 if TYPE_CHECKING:
     from .._identity import canonical_json, code_version, tree_digest
+    from .._training._checkpoint import Checkpoints, CheckpointStore, ForeignFilesError
+    from .._training._preemption import TrainingPreempted
+    from .._training._run_identity import run_fingerprint, run_id
     from ._analysis_stages import (
         analyse_experiment,
         analysis_comparison,
@@ -92,11 +96,15 @@ __all__ = [
     "RESULTS_ROOT",
     "SETTING_PARAM_PREFIX",
     "CheckedConfig",
+    "CheckpointStore",
+    "Checkpoints",
     "Estimate",
     "EvaluationConfig",
     "Experiment",
+    "ForeignFilesError",
     "StoreError",
     "SweepSpec",
+    "TrainingPreempted",
     "WarmWorkers",
     "WorkflowConfig",
     "WorkflowRun",
@@ -156,6 +164,8 @@ __all__ = [
     "resolve_experiments",
     "results_folder",
     "rule_params",
+    "run_fingerprint",
+    "run_id",
     "setting_param",
     "shows_each_experiment",
     "stage_logging",

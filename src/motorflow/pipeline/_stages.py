@@ -59,13 +59,13 @@ def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path:
     """
     task = Task(TaskConfig.from_dict(dataset_spec["task"], "task"))
     trials = task.training_trials(
-        experiment_keys(dataset_spec["seed"])["trials"],
+        key=experiment_keys(dataset_spec["seed"])["trials"],
         n_replicates=dataset_spec["n_replicates"],
         n_batches=dataset_spec["n_batches"],
         batch_size=dataset_spec["batch_size"],
     )
     write_trials(trials, train_path, attrs={"dataset_spec": dict(dataset_spec)})
-    validation = task.validation_set(experiment_keys(dataset_spec["seed"])["validation"])
+    validation = task.validation_set(key=experiment_keys(dataset_spec["seed"])["validation"])
     write_dataset(
         center_out_dataset(validation, attrs={"task_config": dataset_spec["task"]}),
         eval_path,
@@ -128,7 +128,9 @@ def train_experiment(
         if not experiment.reset_optimizer:
             # Only the optimizer state's shapes are read: any constraint key serves.
             trainer = Trainer(ensemble, task, experiment.train, constraint_key=keys["train"])
-            like = eqx.filter_eval_shape(trainer.init, keys["train"], learning_key=keys["train"])
+            like = eqx.filter_eval_shape(
+                trainer.init, key=keys["train"], learning_key=keys["train"]
+            )
             opt_state = load_optimizer_state(init_path, like.opt_state)
     store = CheckpointStore(checkpoint_dir)
     identity = run_id(

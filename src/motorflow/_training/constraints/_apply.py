@@ -30,7 +30,9 @@ class Constraints(eqx.Module):
     recurrent_path: str = eqx.field(static=True)
     prepared: Any
 
-    def __init__(self, constraints: Sequence[AbstractConstraint], ensemble: Any, key: PRNGKeyArray):
+    def __init__(
+        self, constraints: Sequence[AbstractConstraint], ensemble: Any, *, key: PRNGKeyArray
+    ):
         self.constraints = tuple(sorted(constraints, key=lambda c: c.ORDER))
         cell = ensemble.network.cell
         path = getattr(cell, "RECURRENT_WEIGHT", None)
@@ -45,7 +47,7 @@ class Constraints(eqx.Module):
         n = jax.tree.leaves(eqx.filter(ensemble, eqx.is_array))[0].shape[0]
         keys = jax.random.split(key, (len(self.constraints), n))
         self.prepared = tuple(
-            jax.vmap(lambda k, c=c: c.prepare(hidden_size, k))(keys[i])
+            jax.vmap(lambda k, c=c: c.prepare(hidden_size, key=k))(keys[i])
             for i, c in enumerate(self.constraints)
         )
 

@@ -21,7 +21,7 @@ class AbstractConstraint(Block):
     # Projections (0) run before rescalings (1).
     ORDER: ClassVar[int] = 0
 
-    def prepare(self, hidden_size: int, key: PRNGKeyArray) -> Any:
+    def prepare(self, hidden_size: int, *, key: PRNGKeyArray) -> Any:
         """Fixed data of one replicate, drawn from `key` (None: nothing)."""
         return None
 

@@ -27,7 +27,7 @@ class Connectivity(AbstractConstraint):
     )
     self_connections: Boolean = Field(True, description="`false`: no unit connects to itself")
 
-    def prepare(self, hidden_size, key):
+    def prepare(self, hidden_size, *, key):
         mask = jax.random.bernoulli(key, self.density, (hidden_size, hidden_size))
         if not self.self_connections:
             mask = mask & ~jnp.eye(hidden_size, dtype=bool)
