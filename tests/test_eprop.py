@@ -332,11 +332,11 @@ def test_segment_steps_needs_the_online_form():
 
 
 def test_the_online_form_refuses_a_nonlinear_plant():
-    from motorflow._plants import PointMass
+    from motorflow._plants import PointMass, TwoLinkArm
 
     rule = EProp(online=True)
     assert rule.check_model("leaky", PointMass(), ()) is None
-    message = rule.check_model("leaky", object(), ())
+    message = rule.check_model("leaky", TwoLinkArm(), ())
     assert message is not None and "point_mass" in message
 
 

@@ -14,6 +14,7 @@ import motorflow as mf
 from motorflow._analysis._replicate_values import replicate_values
 from motorflow._analysis._statistics import summarise
 from motorflow._figures import (
+    condition_label,
     plot_comparison,
     plot_loss_history,
     plot_speed_profiles,
@@ -418,6 +419,43 @@ def test_figures_draw_a_row_per_condition_labelled_with_its_perturbation(states)
     speed = plot_speed_profiles(two)
     assert len(panels(speed)) == 2
     assert "curl ↻" in panels(speed)[1].get_title()
+
+
+@pytest.mark.parametrize(
+    "perturbation, label",
+    [
+        ({"kind": "curl", "strength": 10.0, "direction": "cw"}, "curl ↻ 10 N s/m"),
+        ({"kind": "curl", "strength": [5.0, 15.0], "direction": "ccw"}, "curl ↺ 5–15 N s/m"),
+        (
+            {"kind": "viscous_field", "matrix": [[-10.1, -11.2], [-11.2, 11.1]], "scale": [0.5, 1]},
+            "viscous field 0.5–1 × [[-10.1, -11.2], [-11.2, 11.1]] N s/m",
+        ),
+        ({"kind": "constant_field", "strength": 2.0, "angle": [0, 90.0]}, "field 2 N at 0–90°"),
+        (
+            {"kind": "force_pulse", "amplitude": 1.5, "angle": 90.0, "start": [0.1, 0.2]},
+            "pulse 1.5 N at 90° from 0.1–0.2 s",
+        ),
+        (
+            {"kind": "feedback_offset", "distance": 0.02, "angle": -90.0, "start": 0.1},
+            "feedback +0.02 m at -90° from 0.1 s",
+        ),
+        (
+            {"kind": "target_jump", "time": [0.1, 0.3], "distance": 0.05, "angle": 90.0},
+            "jump 0.05 m at 90° at 0.1–0.3 s",
+        ),
+        ({"kind": "a_later_kind", "strength": 1.0}, "a_later_kind"),
+    ],
+)
+def test_a_condition_label_says_what_each_perturbation_does(states, perturbation, label):
+    # The labels as the figures drew them before each kind described itself (issue 46).
+    stored = states.assign_attrs(conditions=json.dumps({"c": [perturbation, perturbation]}))
+    assert condition_label(stored, "c") == f"c: {label}, {label}"
+
+
+def test_every_perturbation_kind_describes_itself():
+    # A kind without its own `describe` would be labelled by its bare name.
+    for kind, perturbation in mf.PERTURBATIONS.items():
+        assert perturbation.describe(perturbation().to_dict()) != kind
 
 
 def test_the_protocol_figure_shows_each_stage_in_each_condition(states):

@@ -15,7 +15,10 @@ config block itself, carrying its behaviour. The families: cells (``_cells``,
 `LOSS_TERMS`), learning rules (``_training/rules``, `LEARNING_RULES`), weight
 constraints (``_training/constraints``, `CONSTRAINTS`) and update rules
 (``_training/update_rules``, `UPDATE_RULES`), reach metrics (``_metrics``, `METRICS`)
-and hidden-state analyses (``_analysis``, `ANALYSES`). Adding a member to any of them
+and hidden-state analyses (``_analysis``, `ANALYSES`). What differs between members
+(a perturbation's label in figures, a plant's memory constants, a cell's weights that
+e-prop trains, an analysis's checks of the config) is a method or class attribute of
+the member, never a switch on its `kind` elsewhere. Adding a member to any of them
 is three files: its module (each setting with its ``Field(description=...)``), its line
 in the registry and its tests. Two generated files then change, and the tests fail
 until they are regenerated: ``python -m motorflow schema >

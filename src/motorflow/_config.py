@@ -24,9 +24,9 @@ from ._config_base import (
     PositiveInt,
     PositiveNumber,
 )
-from ._config_errors import ConfigError, plain
+from ._config_errors import ConfigError
 from ._plants import AnyPlantConfig, PointMassConfig
-from ._tasks import TaskConfig, WorkspaceTask
+from ._tasks import TaskConfig
 from ._training._config import TrainConfig
 
 
@@ -132,11 +132,12 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
     def key(name: str) -> str:
         return f"{path}.training.{name}" if path else f"training.{name}"
 
-    if train.constraints and model.network.cell == "gru":
+    if train.constraints and CELLS[model.network.cell].RECURRENT_WEIGHT is None:
         raise ConfigError(
             key("constraints"),
-            "weight constraints act on a recurrent weight matrix, which the gru cell "
-            "does not have (its gates each have one); use model network.cell rnn or leaky",
+            f"weight constraints act on a recurrent weight matrix, which the "
+            f"{model.network.cell} cell does not have (its gates each have one); use "
+            "model network.cell rnn or leaky",
         )
     problem = train.learning.check_model(
         model.network.cell, model.plant.build(), train.trained_paths
@@ -189,9 +190,9 @@ def check_model_fits_task(model: ModelConfig, task: TaskConfig, path: str = "") 
     point = _unreachable_point(model.plant, task)
     if point is not None:
         raise ConfigError(
-            key("task.workspace" if isinstance(task, WorkspaceTask) else "task.eval"),
+            key(f"task.{task.positions_key}"),
             f"the {model.plant.kind} plant cannot reach [{point[0]:.3g}, {point[1]:.3g}], "
-            f"a position of {_positions(task)} ({model.plant.build().workspace_note}); "
+            f"a position of {task.positions_note()} ({model.plant.build().workspace_note}); "
             "choose positions inside its reach",
         )
 
@@ -201,13 +202,3 @@ def _unreachable_point(plant: Any, task: TaskConfig) -> tuple[float, float] | No
     """The first position of `task` that the plant of config `plant` cannot reach."""
     is_reachable = plant.build().is_reachable  # a method of a Module: looked up once
     return next((point for point in task.reach_points() if not is_reachable(point)), None)
-
-
-def _positions(task: TaskConfig) -> str:
-    """Where a task's positions come from, for error messages."""
-    if isinstance(task, WorkspaceTask):
-        return f"the workspace {plain(task.workspace)} or the evaluation positions"
-    return (
-        f"the {task.kind} task's center {plain(task.eval.center)} or its circles of "
-        f"radius {plain(task.eval.distances)}"
-    )

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from .._tasks import CenterOut, Task
+    from .._config import ModelConfig
+    from .._tasks import CenterOut, Task, TaskConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,12 @@ class AbstractAnalysis(Block):
     # Whether the analysis can draw a comparison across experiments (a config's
     # `comparisons`): then it implements `comparison_figure` and `comparison_table`.
     COMPARES: ClassVar[bool] = False
+
+    def check(self, experiments: Mapping[str, tuple[ModelConfig, TaskConfig]]) -> None:
+        """Raise a :class:`~motorflow._config_errors.ConfigError` (at its key under
+        ``analysis.<NAME>``) where these settings cannot analyse one of the resolved
+        `experiments` (each one's name -> its model and task): checked with the config,
+        before any job runs. By default, nothing to check."""
 
     @abc.abstractmethod
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:

@@ -41,11 +41,15 @@ import xarray as xr
 from pydantic import Field
 
 from .._config_base import NonNegativeNumber, PositiveInt
+from .._config_errors import ConfigError
 from ._base import AbstractAnalysis, AnalysisInputs
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
+
+    from .._config import ModelConfig
+    from .._tasks import TaskConfig
 
 # The variables jPCA adds per (replicate, condition), and their units.
 _SCALARS = {
@@ -330,6 +334,26 @@ class JPCAAnalysis(AbstractAnalysis):
         "Michaels et al. 2016) whose 95th percentiles of the rotational R² and of the "
         "ratio are stored as the control (0: none)",
     )
+
+    def check(self, experiments: Mapping[str, tuple[ModelConfig, TaskConfig]]) -> None:
+        """The window (`start` to `stop`) holds at least 3 steps of every experiment's
+        trials: the fit needs successive states."""
+        if self.stop is not None and self.stop <= self.start:
+            raise ConfigError(
+                f"analysis.{self.NAME}.stop",
+                f"is {self.stop:g} s, not after start ({self.start:g} s); the window runs "
+                "from start to stop: make stop later than start, or null for the trial's end",
+            )
+        for name, (model, task) in experiments.items():
+            end = task.n_steps * model.dt
+            stop = end if self.stop is None else min(self.stop, end)
+            if (stop - self.start) / model.dt < 3 - 1e-9:
+                raise ConfigError(
+                    f"analysis.{self.NAME}.start",
+                    f"the window from {self.start:g} s to {stop:g} s holds fewer than 3 steps "
+                    f"of experiment {name!r}'s trials ({end:g} s long, dt {model.dt:g}); make "
+                    "it start earlier or end later",
+                )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
         return hidden_jpca(

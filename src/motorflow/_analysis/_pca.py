@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import numpy as np
@@ -9,10 +10,14 @@ import xarray as xr
 from pydantic import Field
 
 from .._config_base import PositiveInt
+from .._config_errors import ConfigError
 from ._base import AbstractAnalysis, AnalysisInputs
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from .._config import ModelConfig
+    from .._tasks import TaskConfig
 
 A_U, A_U2, ONE = {"units": "a.u."}, {"units": "a.u.^2"}, {"units": "1"}
 
@@ -112,6 +117,19 @@ class PCAAnalysis(AbstractAnalysis):
         description="principal components of the hidden trajectories kept (one space per "
         "replicate, shared by its conditions; at most the hidden size)",
     )
+
+    def check(self, experiments: Mapping[str, tuple[ModelConfig, TaskConfig]]) -> None:
+        """No more components than every experiment's network has units."""
+        for name, (model, _) in experiments.items():
+            units = model.network.hidden_size
+            if self.n_components > units:
+                raise ConfigError(
+                    f"analysis.{self.NAME}.n_components",
+                    f"is {self.n_components}, but experiment {name!r} has "
+                    f"network.hidden_size {units}: a PCA has at most as many components as "
+                    f"units; lower n_components to {units} or below, or give the model "
+                    "more units",
+                )
 
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
         return hidden_pca(inputs.states, n_components=self.n_components)

@@ -21,10 +21,33 @@ class AbstractCell(eqx.Module):
     # Where activity-dependent rules (motorflow._training.update_rules) change the recurrent
     # weights: a matrix whose rows `plastic_rows()` are `[post, pre]`.
     PLASTIC_WEIGHT: ClassVar[str]
+    # What e-prop (motorflow._training.rules._eprop) needs of the cell: which of its
+    # eligibility traces are derived for it ("tanh": a leaky tanh unit, Bellec et al.
+    # 2020, Nat Commun 11:3625, and Murray 2019, eLife 8:e43299; "gru": the GRU's,
+    # in the form of the authors' LSTM code; None: none, and e-prop refuses the
+    # cell), where the cell keeps the weights they train (a path from the cell, ""
+    # the cell itself) and those weights' names there.
+    EPROP_TRACES: ClassVar[str | None] = None
+    EPROP_UNIT: ClassVar[str] = ""
+    EPROP_WEIGHTS: ClassVar[tuple[str, ...]] = ()
 
     def plastic_rows(self) -> tuple[int, int]:
         """The rows of `PLASTIC_WEIGHT` that map the hidden state to itself."""
         return 0, self.hidden_size
+
+    def carry(
+        self, input: Float[Array, " input"], hidden: Float[Array, " hidden"]
+    ) -> Float[Array, " hidden"]:
+        """Per unit, the derivative of the new hidden state with respect to the unit's
+        own previous state along its carry alone: what e-prop's traces follow
+        (:mod:`motorflow._model._recurrence`; Bellec et al. 2020, Eq. 1)."""
+        raise NotImplementedError(f"no carry known for a {type(self).__name__}")
+
+    def eprop_alpha(self) -> float:
+        """The ``a`` of e-prop's tanh-unit traces, ``e(t) = (1 - a) e(t - 1) + ...``:
+        the fraction of its state the unit replaces each step (1: it keeps none, the
+        vanilla RNN)."""
+        return 1.0
 
     @classmethod
     @abc.abstractmethod

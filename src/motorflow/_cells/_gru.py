@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 import equinox as eqx
+import jax
+import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
 from ._base import AbstractCell
@@ -19,6 +21,9 @@ class GRUCell(AbstractCell):
     # the candidate activation's block, as feedbax's HebbianGRUUpdate.
     PLASTIC_WEIGHT: ClassVar[str] = "gru.weight_hh"
     KIND: ClassVar[str] = "gru"
+    EPROP_TRACES: ClassVar[str | None] = "gru"
+    EPROP_UNIT: ClassVar[str] = "gru"
+    EPROP_WEIGHTS: ClassVar[tuple[str, ...]] = ("weight_ih", "weight_hh", "bias", "bias_n")
 
     def plastic_rows(self):
         return 2 * self.hidden_size, 3 * self.hidden_size
@@ -30,6 +35,15 @@ class GRUCell(AbstractCell):
     @classmethod
     def build(cls, input_size, hidden_size, *, dt, tau, key):
         return cls(input_size, hidden_size, key=key)
+
+    def carry(self, input, hidden):
+        # ``h' = z h + (1 - z) n``: the update gate z, with the gates and the candidate
+        # taking the previous state without gradient (the analogue of the e-prop
+        # authors' LSTM code, which keeps the cell state's ``f c`` path).
+        bias = self.gru.bias if self.gru.use_bias else 0.0
+        gates_in = jnp.split(self.gru.weight_ih @ input + bias, 3)
+        gates_rec = jnp.split(self.gru.weight_hh @ hidden, 3)
+        return jax.nn.sigmoid(gates_in[1] + gates_rec[1])
 
     def __call__(self, input, hidden):
         return self.gru(input, hidden)

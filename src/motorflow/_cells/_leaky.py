@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import equinox as eqx
+import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
 from ._base import AbstractCell
@@ -24,6 +25,9 @@ class LeakyCell(AbstractCell):
     RECURRENT_WEIGHT: ClassVar[str | None] = "rnn.weight_rec"
     PLASTIC_WEIGHT: ClassVar[str] = "rnn.weight_rec"
     KIND: ClassVar[str] = "leaky"
+    EPROP_TRACES: ClassVar[str | None] = "tanh"
+    EPROP_UNIT: ClassVar[str] = "rnn"
+    EPROP_WEIGHTS: ClassVar[tuple[str, ...]] = VanillaCell.EPROP_WEIGHTS
 
     def __init__(
         self, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray
@@ -35,6 +39,13 @@ class LeakyCell(AbstractCell):
     @classmethod
     def build(cls, input_size, hidden_size, *, dt, tau, key):
         return cls(input_size, hidden_size, dt=dt, tau=tau, key=key)
+
+    def carry(self, input, hidden):
+        # The leak: ``(1 - a) h`` is the unit's own path to its next state.
+        return jnp.full_like(hidden, 1.0 - self.alpha)
+
+    def eprop_alpha(self):
+        return self.alpha
 
     def __call__(self, input, hidden):
         return (1.0 - self.alpha) * hidden + self.alpha * self.rnn(input, hidden)

@@ -30,6 +30,8 @@ class VanillaCell(AbstractCell):
     RECURRENT_WEIGHT: ClassVar[str | None] = "weight_rec"
     PLASTIC_WEIGHT: ClassVar[str] = "weight_rec"
     KIND: ClassVar[str] = "rnn"
+    EPROP_TRACES: ClassVar[str | None] = "tanh"
+    EPROP_WEIGHTS: ClassVar[tuple[str, ...]] = ("weight_in", "weight_rec", "bias")
 
     def __init__(self, input_size: int, hidden_size: int, *, key: PRNGKeyArray):
         bound = 1.0 / math.sqrt(hidden_size)
@@ -42,6 +44,10 @@ class VanillaCell(AbstractCell):
     @classmethod
     def build(cls, input_size, hidden_size, *, dt, tau, key):
         return cls(input_size, hidden_size, key=key)
+
+    def carry(self, input, hidden):
+        # No leak: no gradient from one hidden state to the next (one-step memory).
+        return jnp.zeros_like(hidden)
 
     def __call__(self, input, hidden):
         return jnp.tanh(self.weight_in @ input + self.weight_rec @ hidden + self.bias)

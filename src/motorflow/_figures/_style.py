@@ -143,32 +143,15 @@ def label_condition_row(ax, states: xr.Dataset, condition: str) -> None:
 
 
 def _describe(perturbation: dict) -> str:
-    """A perturbation's settings in a few words, e.g. ``curl ↻ 10 N s/m``."""
-    kind = perturbation["kind"]
+    """A perturbation's settings in a few words, e.g. ``curl ↻ 10 N s/m``: its kind's
+    :meth:`~motorflow._perturbations.AbstractPerturbation.describe` (a kind this
+    version does not know: its name)."""
+    # Imported here: the perturbations load JAX, which a figure of a store without
+    # conditions never needs.
+    from .._perturbations import PERTURBATIONS, AbstractPerturbation
 
-    def value(name: str) -> str:
-        setting = perturbation[name]
-        return f"{setting[0]:g}–{setting[1]:g}" if isinstance(setting, list) else f"{setting:g}"
-
-    if kind == "curl":
-        return f"curl {_CURL_ARROWS[perturbation['direction']]} {value('strength')} N s/m"
-    if kind == "viscous_field":
-        rows = ", ".join(
-            "[" + ", ".join(f"{b:g}" for b in row) + "]" for row in perturbation["matrix"]
-        )
-        return f"viscous field {value('scale')} × [{rows}] N s/m"
-    if kind == "constant_field":
-        return f"field {value('strength')} N at {value('angle')}°"
-    if kind == "force_pulse":
-        return f"pulse {value('amplitude')} N at {value('angle')}° from {value('start')} s"
-    if kind == "feedback_offset":
-        return f"feedback +{value('distance')} m at {value('angle')}° from {value('start')} s"
-    if kind == "target_jump":
-        return f"jump {value('distance')} m at {value('angle')}° at {value('time')} s"
-    return kind
-
-
-_CURL_ARROWS = {"cw": "↻", "ccw": "↺"}
+    kind = PERTURBATIONS.get(perturbation["kind"], AbstractPerturbation)
+    return kind.describe(perturbation)
 
 
 def final_goal(states: xr.Dataset) -> xr.DataArray:

@@ -18,31 +18,12 @@ derivatives those traces carry:
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from .._cells import AbstractCell, GRUCell, LeakyCell, VanillaCell
 from ._network import Network
 
 # The values of `RolloutOptions.recurrence`.
 RECURRENCE_PATHS = ("full", "leak")
-
-
-def carry(cell: AbstractCell, input: Float[Array, " input"], hidden: Float[Array, " hidden"]):
-    """Per unit, the derivative of the new hidden state with respect to the unit's
-    own previous state along its carry alone (the leak ``1 - a``; a GRU's update gate
-    ``z``)."""
-    if isinstance(cell, LeakyCell):
-        return jnp.full_like(hidden, 1.0 - cell.alpha)
-    if isinstance(cell, VanillaCell):
-        return jnp.zeros_like(hidden)
-    if isinstance(cell, GRUCell):
-        gru = cell.gru
-        bias = gru.bias if gru.use_bias else 0.0
-        gates_in = jnp.split(gru.weight_ih @ input + bias, 3)
-        gates_rec = jnp.split(gru.weight_hh @ hidden, 3)
-        return jax.nn.sigmoid(gates_in[1] + gates_rec[1])
-    raise NotImplementedError(f"no carry known for a {type(cell).__name__}")
 
 
 def network_step(
@@ -55,12 +36,12 @@ def network_step(
 ) -> tuple[Float[Array, " hidden"], Float[Array, " control"]]:
     """The network's step (new hidden state, output); with `recurrence` ``"leak"`` the
     values are the same but the gradient reaches the previous hidden state only
-    through each unit's carry (:func:`carry`)."""
+    through each unit's carry (the cell's :meth:`~motorflow._cells.AbstractCell.carry`)."""
     if recurrence == "full":
         return network(input, hidden, key=key)
     held = jax.lax.stop_gradient(hidden)
     new_hidden, _ = network(input, held, key=key)
     # `hidden - held` is zero in value, so the step's values are the plain ones; its
     # gradient is the identity, scaled by the carry computed from the held state.
-    new_hidden = new_hidden + carry(network.cell, input, held) * (hidden - held)
+    new_hidden = new_hidden + network.cell.carry(input, held) * (hidden - held)
     return new_hidden, network.readout(new_hidden)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
 import equinox as eqx
@@ -170,7 +171,8 @@ class AbstractPerturbation(Block):
     (``params["active"]`` is 1 or 0), so that every trial of a batch runs the same
     program. A subclass declares ``kind: Literal["<name>"]`` (its registry name),
     its settings, `DRAWN`, and :meth:`effects`; :meth:`time_settings` names the
-    settings that are times, so a config can be checked against a trial's length.
+    settings that are times, so a config can be checked against a trial's length;
+    :meth:`describe` says what it does in a figure's labels.
     """
 
     kind: str
@@ -188,6 +190,17 @@ class AbstractPerturbation(Block):
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         """The per-step effects on one trial with the drawn `params` (scalars)."""
 
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        """The perturbation in a few words for a figure's labels (``curl ↻ 10 N s/m``),
+        from its block as a store keeps it (JSON: a drawn range is a list
+        ``[low, high]``); by default its kind.
+
+        A class method of the block's plain values, so a figure drawn from a store
+        needs no validated config.
+        """
+        return settings["kind"]
+
     def ranges(self) -> dict[str, tuple[float, float]]:
         """Each drawn setting as ``(low, high)`` (a number as a range of width zero)."""
         ranges = {}
@@ -200,6 +213,13 @@ class AbstractPerturbation(Block):
         """The latest time (s) at which the perturbation may begin: it must fall inside
         the trial (checked against each experiment's ``n_steps * dt``)."""
         return max((self.ranges()[name][1] for name in self.TIMES), default=0.0)
+
+
+def shown(setting: float | list[float]) -> str:
+    """A drawn setting as a figure label shows it: ``10``, or the range ``5–15``."""
+    if isinstance(setting, (list, tuple)):
+        return f"{setting[0]:g}–{setting[1]:g}"
+    return f"{setting:g}"
 
 
 def endpoint_force(

@@ -3,7 +3,8 @@ fields."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +19,7 @@ from ._base import (
     Frame,
     NonNegativeDrawn,
     TrialGeometry,
+    shown,
 )
 
 # Counter-clockwise rotation by 90 degrees: a curl field of gain g is g times this.
@@ -59,6 +61,13 @@ class CurlField(AbstractPerturbation):
 
     DRAWN: ClassVar[tuple[str, ...]] = ("strength",)
     UNITS: ClassVar[dict[str, str]] = {"strength": "N*s/m"}
+    # How a figure's label draws each `direction`.
+    ARROWS: ClassVar[dict[str, str]] = {"cw": "↻", "ccw": "↺"}
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        arrow = cls.ARROWS[settings["direction"]]
+        return f"curl {arrow} {shown(settings['strength'])} N s/m"
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         sign = 1.0 if self.direction == "ccw" else -1.0
@@ -90,6 +99,11 @@ class ViscousField(AbstractPerturbation):
     DRAWN: ClassVar[tuple[str, ...]] = ("scale",)
     UNITS: ClassVar[dict[str, str]] = {"scale": "1"}
 
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        rows = ", ".join("[" + ", ".join(f"{b:g}" for b in row) + "]" for row in settings["matrix"])
+        return f"viscous field {shown(settings['scale'])} × [{rows}] N s/m"
+
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         gain = params["active"] * params["scale"]
         matrix = gain * jnp.asarray(self.matrix, jnp.float32)
@@ -111,6 +125,10 @@ class ConstantField(AbstractPerturbation):
 
     DRAWN: ClassVar[tuple[str, ...]] = ("strength", "angle")
     UNITS: ClassVar[dict[str, str]] = {"strength": "N", "angle": "degree"}
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        return f"field {shown(settings['strength'])} N at {shown(settings['angle'])}°"
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         force = params["active"] * params["strength"] * trial.direction(params["angle"], self.frame)

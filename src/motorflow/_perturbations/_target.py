@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from jaxtyping import Array
 from pydantic import Field
 
-from ._base import AbstractPerturbation, Drawn, Effects, Frame, NonNegativeDrawn, TrialGeometry
+from ._base import (
+    AbstractPerturbation,
+    Drawn,
+    Effects,
+    Frame,
+    NonNegativeDrawn,
+    TrialGeometry,
+    shown,
+)
 
 
 class TargetJump(AbstractPerturbation):
@@ -24,6 +33,13 @@ class TargetJump(AbstractPerturbation):
     DRAWN: ClassVar[tuple[str, ...]] = ("time", "distance", "angle")
     UNITS: ClassVar[dict[str, str]] = {"time": "s", "distance": "m", "angle": "degree"}
     TIMES: ClassVar[tuple[str, ...]] = ("time",)
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        return (
+            f"jump {shown(settings['distance'])} m at {shown(settings['angle'])}° "
+            f"at {shown(settings['time'])} s"
+        )
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
         jump = params["active"] * params["distance"] * trial.direction(params["angle"], self.frame)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from jaxtyping import Array
 from pydantic import Field
@@ -15,6 +16,7 @@ from ._base import (
     NonNegativeDrawn,
     PositiveDrawn,
     TrialGeometry,
+    shown,
 )
 
 
@@ -56,6 +58,13 @@ class ForcePulse(_Windowed):
     SIZE: ClassVar[str] = "amplitude"
     EFFECT: ClassVar[str] = "force"
 
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        return (
+            f"pulse {shown(settings['amplitude'])} N at {shown(settings['angle'])}° "
+            f"from {shown(settings['start'])} s"
+        )
+
 
 class FeedbackOffset(_Windowed):
     """A shift of the sensed effector position by `distance` metres at `angle` degrees in
@@ -76,3 +85,10 @@ class FeedbackOffset(_Windowed):
     }
     SIZE: ClassVar[str] = "distance"
     EFFECT: ClassVar[str] = "feedback"
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        return (
+            f"feedback +{shown(settings['distance'])} m at {shown(settings['angle'])}° "
+            f"from {shown(settings['start'])} s"
+        )

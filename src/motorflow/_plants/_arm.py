@@ -352,6 +352,12 @@ class ArmConfig(PlantConfig):
     )
     shoulder_pos: Point = Field((0.0, 0.0), description="the shoulder's position (m)")
 
+    HAS_JOINTS: ClassVar[bool] = True
+    # Measured (benchmarks/README.md, "Preflight estimate"): compiling the arm's
+    # dynamics takes about 350 MiB more than the point mass's, whatever the sizes.
+    TRAIN_BASE_MEMORY: ClassVar[int] = 1000 * 2**20
+    TRAIN_FLOATS_PER_STEP: ClassVar[int] = 100
+
     def arm_settings(self) -> dict:
         """The :class:`TwoLinkArm` keyword arguments these settings give."""
         limits = self.joint_limits_deg

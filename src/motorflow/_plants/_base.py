@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import equinox as eqx
 from jaxtyping import Array, Float, PyTree
@@ -36,7 +36,7 @@ class AbstractPlant(eqx.Module):
     setting is an `eqx.field(static=True)` float, int or tuple, so a changed setting
     changes the tree structure and can never hide as an unhashed leaf.
 
-    Subclasses define three class variables:
+    Subclasses define these class variables:
 
     - `n_controls`: the size of the control vector the network must emit.
     - `control_range`: `None` if any real control is valid, else `(low, high)`: the
@@ -50,6 +50,7 @@ class AbstractPlant(eqx.Module):
       torques, "1" for muscle excitations).
     - `workspace_note`: one line saying which effector positions
       :meth:`is_reachable` accepts, for error messages.
+    - `linear` (optional, False unless set): whether the dynamics are linear.
     """
 
     n_controls: eqx.AbstractClassVar[int]
@@ -58,6 +59,9 @@ class AbstractPlant(eqx.Module):
     control_units: eqx.AbstractClassVar[str]
     control_range: eqx.AbstractClassVar[tuple[float, float] | None]
     workspace_note: eqx.AbstractClassVar[str]
+    # Whether the vector field is linear in the state and the control: one step's
+    # Jacobians are then the step itself (e-prop's online form is exact only then).
+    linear: ClassVar[bool] = False
 
     @abc.abstractmethod
     def init(self, effector_pos: Float[Array, " xy"], effector_vel: Float[Array, " xy"]) -> PyTree:
@@ -121,10 +125,22 @@ class PlantConfig(Block):
     """Settings common to every plant: how its dynamics are integrated.
 
     Each plant module defines a subclass with a ``kind`` literal (its registry name),
-    the plant's own settings, and :meth:`build`.
+    the plant's own settings, and :meth:`build`; its class constants say what the
+    pipeline needs to know of it without building it.
     """
 
     kind: str
+
+    # Whether the plant is an arm, with joints: the workflow draws its postures.
+    HAS_JOINTS: ClassVar[bool] = False
+    # The preflight estimate's memory model (motorflow.pipeline._estimate), fitted on
+    # the measured peaks (Snakemake's `max_rss`) of train jobs of each plant
+    # (benchmarks/README.md, "Preflight estimate"): a train job's Python, JAX and XLA
+    # before any array (bytes), and the floats the backward pass keeps per
+    # (replicate, trial, step) for the plant (the integrator's intermediate values).
+    # A plant not measured gets these, at or above every measured one.
+    TRAIN_BASE_MEMORY: ClassVar[int] = 1000 * 2**20
+    TRAIN_FLOATS_PER_STEP: ClassVar[int] = 200
     method: Literal["euler", "rk4"] = Field(
         "euler",
         description="integration of the plant over each step: `euler` or `rk4` (classic "

@@ -330,6 +330,11 @@ class MuscleArmConfig(ArmConfig):
     )
     deactivation_time_constant: PositiveNumber = Field(0.05, description="s, falling activation")
 
+    # Measured apart from the arm's, with the same values (benchmarks/README.md,
+    # "Preflight estimate").
+    TRAIN_BASE_MEMORY: ClassVar[int] = 1000 * 2**20
+    TRAIN_FLOATS_PER_STEP: ClassVar[int] = 100
+
     def build(self) -> MuscleArm:
         return MuscleArm(
             arm=TwoLinkArm(**self.arm_settings()),

@@ -48,6 +48,7 @@ class PointMass(AbstractPlant):
     control_units: ClassVar[str] = "N"
     control_range: ClassVar[tuple[float, float] | None] = None
     workspace_note: ClassVar[str] = "every finite point of the plane"
+    linear: ClassVar[bool] = True
 
     def __check_init__(self):
         if not self.mass > 0:
@@ -100,6 +101,11 @@ class PointMassConfig(PlantConfig):
     damping: NonNegativeNumber = Field(
         0.0, description="viscous damping (N s/m): a drag force `-damping * velocity`"
     )
+
+    # Measured (benchmarks/README.md, "Preflight estimate"): about 350 MiB less than
+    # the arms take to compile, whatever the sizes.
+    TRAIN_BASE_MEMORY: ClassVar[int] = 660 * 2**20
+    TRAIN_FLOATS_PER_STEP: ClassVar[int] = 150
 
     def build(self) -> PointMass:
         return PointMass(mass=self.mass, damping=self.damping)

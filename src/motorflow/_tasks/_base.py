@@ -12,6 +12,7 @@ from jaxtyping import Array, Bool, Float, PRNGKeyArray
 from pydantic import Field
 
 from .._config_base import Block, Point, PositiveInt, PositiveNumber
+from .._config_errors import plain
 from .._perturbations import AnyPerturbation
 from ._trials import CenterOut, Trials, center_out_layout, labelled
 
@@ -62,7 +63,8 @@ class TaskConfig(Block):
     trials (each with its `probability`) and its validation set.
 
     Class variables: `n_inputs`, the task inputs the network receives each step;
-    `has_go_cue`, whether its trials carry a ``go_step``.
+    `has_go_cue`, whether its trials carry a ``go_step``; `positions_key`, the key of
+    the positions :meth:`reach_points` samples (where an unreachable one is reported).
     """
 
     kind: str
@@ -79,6 +81,7 @@ class TaskConfig(Block):
 
     n_inputs: ClassVar[int] = 2
     has_go_cue: ClassVar[bool] = False
+    positions_key: ClassVar[str] = "eval"
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None = None, path: str = "") -> Self:
@@ -113,3 +116,10 @@ class TaskConfig(Block):
     def reach_points(self) -> list[tuple[float, float]]:
         """Positions the plant must be able to reach for this task: every start, goal
         and evaluation position, or a dense sample of them (plain Python)."""
+
+    def positions_note(self) -> str:
+        """Where :meth:`reach_points` come from, for error messages."""
+        return (
+            f"the {self.kind} task's center {plain(self.eval.center)} or its circles of "
+            f"radius {plain(self.eval.distances)}"
+        )

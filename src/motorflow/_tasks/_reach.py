@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +29,8 @@ class WorkspaceTask(TaskConfig):
         ((-1.0, -1.0), (1.0, 1.0)),
         description="`[[x_min, y_min], [x_max, y_max]]` of start and goal positions",
     )
+
+    positions_key: ClassVar[str] = "workspace"
 
     @model_validator(mode="after")
     def _evaluated_where_trained(self) -> WorkspaceTask:
@@ -70,6 +72,9 @@ class WorkspaceTask(TaskConfig):
             for j in range(_GRID_PER_SIDE)
         ]
         return [*grid, self.eval.center, *self.eval.goals()]
+
+    def positions_note(self) -> str:
+        return f"the workspace {plain(self.workspace)} or the evaluation positions"
 
 
 class ReachConfig(WorkspaceTask):

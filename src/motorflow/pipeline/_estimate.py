@@ -43,17 +43,12 @@ if TYPE_CHECKING:
 FLOAT = 4  # bytes of a float32
 MB = 2**20
 
-# The fitted constants of the memory model (see the module docstring).
-# A train job's Python, JAX and XLA before any array: compiling the arms' dynamics
-# takes about 350 MiB more than the point mass's, whatever the sizes.
-TRAIN_BASE = {"point_mass": 660 * MB, "arm": 1000 * MB, "muscle_arm": 1000 * MB}
-TRAIN_BASE_DEFAULT = 1000 * MB
+# The fitted constants of the memory model (see the module docstring). Those that
+# differ by plant (a train job's base, the plant's floats per step) are its config's
+# `TRAIN_BASE_MEMORY` and `TRAIN_FLOATS_PER_STEP` (motorflow._plants).
 EVALUATE_BASE = 420 * MB
-# Floats kept for the backward pass per (replicate, trial, step): per hidden unit, and
-# per plant (the integrator's intermediate values).
+# Floats kept for the backward pass per (replicate, trial, step) and hidden unit.
 TRAIN_FLOATS_PER_UNIT_STEP = 4
-TRAIN_FLOATS_PER_PLANT_STEP = {"point_mass": 150, "arm": 100, "muscle_arm": 100}
-TRAIN_FLOATS_PER_PLANT_STEP_DEFAULT = 200
 # Parameters, gradients, optimizer moments, checkpoint copies and compiled constants.
 TRAIN_FLOATS_PER_PARAMETER = 30
 EVALUATE_FLOATS_PER_PARAMETER = 4
@@ -187,13 +182,10 @@ def estimate_experiment(
     # Trial specs: written once, then held in host memory while training.
     sets = 1 if train.shared_trials else n_replicates
     trials = sets * train.n_batches * batch * trial_spec_bytes(task)
-    plant_floats = TRAIN_FLOATS_PER_PLANT_STEP.get(
-        model.plant.kind, TRAIN_FLOATS_PER_PLANT_STEP_DEFAULT
-    )
     rollout = n_replicates * batch * steps * FLOAT
     train_memory = (
-        TRAIN_BASE.get(model.plant.kind, TRAIN_BASE_DEFAULT)
-        + rollout * (TRAIN_FLOATS_PER_UNIT_STEP * hidden + plant_floats)
+        model.plant.TRAIN_BASE_MEMORY
+        + rollout * (TRAIN_FLOATS_PER_UNIT_STEP * hidden + model.plant.TRAIN_FLOATS_PER_STEP)
         + TRAIN_FLOATS_PER_PARAMETER * FLOAT * n_parameters
         + trials
     )

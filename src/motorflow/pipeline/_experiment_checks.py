@@ -1,6 +1,6 @@
 """Checks of resolved experiments that no single block can make: trial specs that fit
 in memory, perturbation windows inside the trial, chains whose parent and child fit
-together, protocols and the analysed replicate."""
+together, protocols, the analysed replicate and each analysis's own check."""
 
 from __future__ import annotations
 
@@ -306,38 +306,13 @@ def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Ex
             )
 
 
-def check_pca_components(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
-    """The PCA keeps no more components than every experiment's network has units."""
-    components = settings.analysis.pca.n_components
-    for name, experiment in experiments.items():
-        units = experiment.model.network.hidden_size
-        if components > units:
-            raise ConfigError(
-                "analysis.pca.n_components",
-                f"is {components}, but experiment {name!r} has network.hidden_size {units}: "
-                "a PCA has at most as many components as units; lower n_components to "
-                f"{units} or below, or give the model more units",
-            )
-
-
-def check_jpca_window(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:
-    """jPCA's window (`analysis.jpca.start` to `stop`) holds at least 3 steps of every
-    experiment's trials: its fit needs successive states."""
-    jpca = settings.analysis.jpca
-    if jpca.stop is not None and jpca.stop <= jpca.start:
-        raise ConfigError(
-            "analysis.jpca.stop",
-            f"is {jpca.stop:g} s, not after start ({jpca.start:g} s); the window runs from "
-            "start to stop: make stop later than start, or null for the trial's end",
-        )
-    for name, experiment in experiments.items():
-        dt = experiment.model.dt
-        end = experiment.task.n_steps * dt
-        stop = end if jpca.stop is None else min(jpca.stop, end)
-        if (stop - jpca.start) / dt < 3 - 1e-9:
-            raise ConfigError(
-                "analysis.jpca.start",
-                f"the window from {jpca.start:g} s to {stop:g} s holds fewer than 3 steps of "
-                f"experiment {name!r}'s trials ({end:g} s long, dt {dt:g}); make it start "
-                "earlier or end later",
-            )
+def check_analyses(
+    settings: WorkflowConfig, experiments: Mapping[str, Experiment], problems: Problems
+) -> None:
+    """Each analysis's own check of its settings against every experiment
+    (:meth:`AbstractAnalysis.check`), in the order of `ANALYSES`: the first problem
+    of each is kept in `problems`."""
+    models_and_tasks = {name: (e.model, e.task) for name, e in experiments.items()}
+    for analysis in settings.analysis.analyses.values():
+        with problems.collecting():
+            analysis.check(models_and_tasks)

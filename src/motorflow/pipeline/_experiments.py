@@ -32,12 +32,11 @@ from .._tasks import Task
 from .._training._config import TrainConfig
 from .._training._trainable import either, learning_rates, trained_subsets
 from ._experiment_checks import (
+    check_analyses,
     check_chains,
     check_comparisons,
     check_drawn_replicate,
-    check_jpca_window,
     check_movement_time,
-    check_pca_components,
     check_perturbation_times,
     check_protocols,
     check_trial_specs_fit,
@@ -343,9 +342,9 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
     )
     for check in (check_protocols, check_comparisons):
         check(settings, experiments, specs, problems, unexpanded=unexpanded)
-    for check in (check_drawn_replicate, check_pca_components, check_jpca_window):
-        with problems.collecting():
-            check(settings, experiments)
+    with problems.collecting():
+        check_drawn_replicate(settings, experiments)
+    check_analyses(settings, experiments, problems)
     problems.raise_any()
     return experiments
 

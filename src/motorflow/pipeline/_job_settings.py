@@ -7,7 +7,6 @@ from typing import Any
 
 from .._config import ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
-from .._plants import ArmConfig
 from .._training._config import RESUME_ONLY_KEYS
 from ._experiments import Experiment
 from ._setting_params import parse_setting_params
@@ -28,8 +27,8 @@ def flatten_settings(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def is_arm(model: ModelConfig) -> bool:
-    """Whether the model's plant is an arm (with joints to draw)."""
-    return isinstance(model.plant, ArmConfig)
+    """Whether the model's plant is an arm (with joints to draw): its `HAS_JOINTS`."""
+    return model.plant.HAS_JOINTS
 
 
 def job_settings(

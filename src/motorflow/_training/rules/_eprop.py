@@ -35,23 +35,20 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 from pydantic import Field
 
-from ..._cells import LeakyCell
+from ..._cells import CELLS, AbstractCell
 from ..._config_base import Boolean, PositiveInt, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, RolloutOptions
-from ..._plants import PointMass
 from ._base import AbstractLearningRule, Batch
 from ._eprop_gru import gru_eligibility_gradient
 from ._eprop_leaky import eligibility_gradient, filtered_eligibility_gradient
 from ._eprop_online import batch_gradient, signal_probe, streamed_gradient, unit_weights
 
-# Where each cell kind keeps the weights e-prop trains, and their names there.
-_UNIT = {"rnn": "network.cell", "leaky": "network.cell.rnn", "gru": "network.cell.gru"}
-_NAMES = {
-    "rnn": ("weight_in", "weight_rec", "bias"),
-    "leaky": ("weight_in", "weight_rec", "bias"),
-    "gru": ("weight_ih", "weight_hh", "bias", "bias_n"),
-}
+
+def _unit_path(cell: AbstractCell) -> str:
+    """The model's path to where `cell` keeps the weights e-prop trains (its
+    `EPROP_UNIT`)."""
+    return ".".join(part for part in ("network.cell", cell.EPROP_UNIT) if part)
 
 
 class EProp(AbstractLearningRule):
@@ -103,13 +100,14 @@ class EProp(AbstractLearningRule):
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
-        if cell not in _UNIT:
+        traces = CELLS[cell].EPROP_TRACES
+        if traces is None:
             return (
                 f"e-prop's eligibility traces are derived for a tanh unit (cell rnn or "
                 f"leaky) and the GRU, not a {cell} cell; use model.network.cell rnn, "
                 f"leaky or gru"
             )
-        if self.online and not isinstance(plant, PointMass):
+        if self.online and not plant.linear:
             return (
                 "e-prop's online form filters the traces through the plant's impulse "
                 "response, which is exact only for a linear plant (point_mass); the "
@@ -122,7 +120,7 @@ class EProp(AbstractLearningRule):
             return "segment_steps needs online: true (the offline form needs the whole trial)"
         if self.online and self.trace_clip is not None:
             return "trace_clip is implemented for the offline form, not the online one"
-        if cell == "gru" and self.trace_clip is not None:
+        if traces == "gru" and self.trace_clip is not None:
             return "trace_clip is implemented for the tanh units' traces, not the GRU's"
         return None
 
@@ -140,9 +138,9 @@ class EProp(AbstractLearningRule):
 
     def value_and_grad(self, batch: Batch, params, state, *, states: bool = False):
         network = batch.model.network
-        cell_kind = network.cell.KIND
-        unit = attribute_getter(_UNIT[cell_kind])(batch.model)
-        alpha = network.cell.alpha if isinstance(network.cell, LeakyCell) else 1.0
+        cell, traces = network.cell, network.cell.EPROP_TRACES
+        unit = attribute_getter(_unit_path(cell))(batch.model)
+        alpha = cell.eprop_alpha()
         feedback = network.readout.weight.T if state is None else state["feedback"]
         if self.segment_steps is not None and batch.pieces is not None and not states:
             # (Asked for the rollouts, the rule runs the trial whole: they are kept.)
@@ -150,14 +148,14 @@ class EProp(AbstractLearningRule):
                 batch,
                 params,
                 unit,
-                cell_kind,
+                traces,
                 alpha,
                 feedback,
                 segment_steps=self.segment_steps,
                 feedback_path=self.feedback_path,
             )
             finished = self._finish(
-                params, cell_kind, cell_gradient, readout_gradient, total, terms, None, False
+                params, cell, cell_gradient, readout_gradient, total, terms, None, False
             )
             return (*finished, state)
         probe = signal_probe(batch, batch.task.n_steps, online=self.online)
@@ -171,7 +169,7 @@ class EProp(AbstractLearningRule):
             cell_gradient, readout_gradient = batch_gradient(
                 batch.model,
                 unit,
-                cell_kind,
+                traces,
                 alpha,
                 feedback,
                 rollouts,
@@ -181,7 +179,7 @@ class EProp(AbstractLearningRule):
             return (
                 *self._finish(
                     params,
-                    cell_kind,
+                    cell,
                     cell_gradient,
                     readout_gradient,
                     total,
@@ -192,8 +190,8 @@ class EProp(AbstractLearningRule):
                 state,
             )
         learning = signals.output @ feedback.T + signals.hidden  # (trial, time, hidden)
-        weights = unit_weights(unit, cell_kind)
-        if cell_kind == "gru":
+        weights = unit_weights(unit, traces)
+        if traces == "gru":
 
             def trial_gradient(x, h, signal):
                 return gru_eligibility_gradient(weights, x, h, signal)
@@ -204,7 +202,7 @@ class EProp(AbstractLearningRule):
                     weights, alpha, x, h, signal, trace_clip=self.trace_clip
                 )
 
-        if cell_kind != "gru" and self.trace_clip is None:
+        if traces != "gru" and self.trace_clip is None:
             # The same sum without traces (the traces' scan is the slow part).
             cell_gradient = filtered_eligibility_gradient(
                 weights, alpha, rollouts.network_input, rollouts.hidden, learning
@@ -218,16 +216,17 @@ class EProp(AbstractLearningRule):
         }
         return (
             *self._finish(
-                params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+                params, cell, cell_gradient, readout_gradient, total, terms, rollouts, states
             ),
             state,
         )
 
     def _finish(
-        self, params, cell_kind, cell_gradient, readout_gradient, total, terms, rollouts, states
+        self, params, cell, cell_gradient, readout_gradient, total, terms, rollouts, states
     ):
         found = {
-            f"{_UNIT[cell_kind]}.{name}": getattr(cell_gradient, name) for name in _NAMES[cell_kind]
+            f"{_unit_path(cell)}.{name}": getattr(cell_gradient, name)
+            for name in cell.EPROP_WEIGHTS
         } | {f"network.readout.{name}": value for name, value in readout_gradient.items()}
         gradient = _gradient_like(params, found)
         if self.replace_non_finite:

@@ -296,19 +296,20 @@ def signal_probe(batch: Batch, n_steps: int, *, online: bool) -> Probe:
     )
 
 
-def unit_weights(unit, cell_kind: str) -> CellWeights | GRUWeights:
-    """The weights e-prop trains in a cell's `unit` (the tanh unit's or the GRU's)."""
-    if cell_kind == "gru":
+def unit_weights(unit, traces: str) -> CellWeights | GRUWeights:
+    """The weights e-prop trains in a cell's `unit`, for its `traces` (the cell's
+    `EPROP_TRACES`: the tanh unit's or the GRU's)."""
+    if traces == "gru":
         return GRUWeights(unit.weight_ih, unit.weight_hh, unit.bias, unit.bias_n)
     return CellWeights(unit.weight_in, unit.weight_rec, unit.bias)
 
 
-def _parts(model, unit, cell_kind, alpha, *, feedback_path):
+def _parts(model, unit, traces, alpha, *, feedback_path):
     """The online form's ``(weights, local step, plant matrices, feedback delay or
     None)``."""
-    local = gru_local() if cell_kind == "gru" else leaky_local(alpha)
+    local = gru_local() if traces == "gru" else leaky_local(alpha)
     delay = model.feedback.delay if feedback_path else None
-    return unit_weights(unit, cell_kind), local, plant_matrices(model), delay
+    return unit_weights(unit, traces), local, plant_matrices(model), delay
 
 
 def _summed(gradients):
@@ -318,12 +319,10 @@ def _summed(gradients):
     return cell_gradient, {"weight": weight, "bias": bias}
 
 
-def batch_gradient(model, unit, cell_kind, alpha, feedback, rollouts, signals, *, feedback_path):
+def batch_gradient(model, unit, traces, alpha, feedback, rollouts, signals, *, feedback_path):
     """The cell's and the readout's gradients by the online form, summed over the
     batch's trials (`rollouts` and their learning `signals`, the whole trial)."""
-    weights, local, plant, delay = _parts(
-        model, unit, cell_kind, alpha, feedback_path=feedback_path
-    )
+    weights, local, plant, delay = _parts(model, unit, traces, alpha, feedback_path=feedback_path)
     state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
     return _summed(
         jax.vmap(
@@ -335,7 +334,7 @@ def batch_gradient(model, unit, cell_kind, alpha, feedback, rollouts, signals, *
 
 
 def streamed_gradient(
-    batch: Batch, params, unit, cell_kind, alpha, feedback, *, segment_steps, feedback_path
+    batch: Batch, params, unit, traces, alpha, feedback, *, segment_steps, feedback_path
 ):
     """``(total, terms, cell gradient, readout gradient)`` by the online form with the
     learning signals taken every `segment_steps` steps (``batch.pieces``): each
@@ -344,7 +343,7 @@ def streamed_gradient(
     from .._segments import train_in_segments
 
     weights, local, plant, delay = _parts(
-        batch.model, unit, cell_kind, alpha, feedback_path=feedback_path
+        batch.model, unit, traces, alpha, feedback_path=feedback_path
     )
     fixed = jax.lax.stop_gradient(params)
     drives, loop_states = batch.pieces.start(fixed)
