@@ -2,8 +2,8 @@
 train as one call per chunk, and each ends as it ends trained alone.
 
 On the CPU the pack maps its experiments one after another (``lax.map``): each equals its
-run alone bitwise. Vmapped (``vectorize_members=True``, a GPU's default) the batched
-kernels round differently: each equals its run alone within RTOL/ATOL below.
+run alone bitwise. Vmapped (``vectorize_members=True``, a GPU's default) each equals its
+run alone within RTOL/ATOL below (bitwise on the CPU, as measured).
 """
 
 import os
@@ -33,8 +33,10 @@ SMALL = {
     "log": {"every": 10},
     "checkpoint": {"every": 10},
 }
-# Vmapped members against runs alone, after 30 batches (measured on the CPU: a relative
-# difference of at most 2e-6 in any parameter or loss; the bound leaves a margin).
+# Vmapped members against runs alone, after 30 batches: on the CPU they measured bitwise
+# equal (XLA's CPU backend loops over a batched matmul's batch), compiled with and without
+# its optimisation. Off the CPU batched kernels round otherwise: the bound is float32
+# rounding grown over 30 Adam steps with a margin, not yet measured on a GPU.
 RTOL, ATOL = 1e-4, 1e-6
 
 
@@ -121,7 +123,8 @@ def test_a_vmapped_pack_equals_each_seed_trained_alone_within_the_tolerance(refe
     results = mf.train_pack([member(seed) for seed in SEEDS], vectorize_members=True)
     assert calls == [3, 3, 3]
     worst = max(assert_close_run(r, reference[s]) for s, r in zip(SEEDS, results))
-    assert worst < RTOL / 10, worst  # the margin stated above
+    if jax.default_backend() == "cpu":
+        assert worst == 0.0, worst  # as measured (above)
 
 
 EDITS = {
