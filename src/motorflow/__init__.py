@@ -146,6 +146,7 @@ if TYPE_CHECKING:
     from ._training._driver import TrainResult, train
     from ._training._history import empty_history, history_dataset
     from ._training._optimizer import learning_rate_schedule, make_optimizer
+    from ._training._packs import train_pack
     from ._training._plan import TrainingPlan
     from ._training._schedule import BatchSchedule, ExponentialSpacing, TimedSchedule
     from ._training._state import BatchRecords, TrainState
@@ -309,5 +310,6 @@ __all__ = [
     "total_effects",
     "total_loss",
     "train",
+    "train_pack",
     "trainable_filter",
 ]

@@ -1,12 +1,17 @@
 """The resumable training driver: :func:`train` runs a :class:`Trainer`'s compiled chunks
 and validates between them, resumes where a run stopped, and hands each step to its
-callbacks (:mod:`._callbacks`: checkpoints, logs, TensorBoard, run record, preemption)."""
+callbacks (:mod:`._callbacks`: checkpoints, logs, TensorBoard, run record, preemption).
+
+The loop is a generator, :func:`training_steps`, that hands out the compute of each chunk
+(a :class:`ChunkRequest`) and takes its result back: :func:`train` computes each chunk
+with the run's own compiled program, and :func:`motorflow.train_pack` computes the chunks
+of several runs in one program (:mod:`._packs`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
@@ -42,6 +47,48 @@ class TrainResult(eqx.Module):
     state: TrainState
     run_id: str = eqx.field(static=True)
     record: dict = eqx.field(static=True, default_factory=dict)
+
+
+class ChunkRequest(NamedTuple):
+    """A run waiting on one compiled call: batches ``start:stop`` trained by `trainer`
+    from `state` (placed on its devices) on `inputs`, the call's arguments after the
+    state (:func:`_chunk_inputs`)."""
+
+    trainer: Trainer
+    state: TrainState
+    inputs: tuple[Trials, np.ndarray, np.ndarray, np.ndarray]
+    start: int
+    stop: int
+
+    def run(self) -> tuple[TrainState, BatchRecords]:
+        """The call computed alone, by the trainer's own compiled program."""
+        return self.finish(self.trainer.run_chunk(self.state, *self.inputs))
+
+    def finish(self, output: tuple[TrainState, BatchRecords]) -> tuple[TrainState, BatchRecords]:
+        """What the run takes back of the compiled call's `output`: the state and the
+        records cut to the real replicates, the records of its batches only, on the host."""
+        new_state, records = self.trainer.unpad_chunk(*output)
+        return new_state, _first(records, self.stop - self.start)
+
+
+TrainingSteps = Generator[ChunkRequest, tuple[TrainState, BatchRecords], TrainResult]
+
+
+def run_alone(steps: TrainingSteps) -> TrainResult:
+    """The result of a run's `steps` (:func:`training_steps`), each chunk computed by
+    its own compiled program; an error of the compute is thrown into the run, which
+    closes what it holds open on the way out."""
+    try:
+        request = next(steps)
+        while True:
+            try:
+                output = request.run()
+            except BaseException as error:
+                request = steps.throw(error)
+            else:
+                request = steps.send(output)
+    except StopIteration as done:
+        return done.value
 
 
 def _check_trials(trials: Trials, config: TrainConfig, task: Task) -> None:
@@ -122,6 +169,49 @@ def train(
     Each replicate's parameters with the lowest validation loss are kept as well
     (:attr:`TrainResult.best_ensemble`).
     """
+    return run_alone(
+        training_steps(
+            ensemble,
+            trials,
+            task,
+            config,
+            key=key,
+            checkpoint_dir=checkpoint_dir,
+            validation=validation,
+            progress=progress,
+            on_log=on_log,
+            restart=restart,
+            initial_opt_state=initial_opt_state,
+            tensorboard_dir=tensorboard_dir,
+            invocation=invocation,
+        )
+    )
+
+
+def training_steps(
+    ensemble: eqx.Module,
+    trials: Trials,
+    task: Task,
+    config: TrainConfig,
+    *,
+    key: PRNGKeyArray,
+    checkpoint_dir: str | Path | None = None,
+    validation: CenterOut | None = None,
+    progress: bool = True,
+    on_log: Callable[[int, History], None] | None = None,
+    restart: bool = False,
+    initial_opt_state: Any = None,
+    tensorboard_dir: str | Path | None = None,
+    invocation: Mapping[str, Any] | None = None,
+) -> TrainingSteps:
+    """:func:`train` (same arguments, same result) as a generator that hands out each
+    chunk's compute: it yields a :class:`ChunkRequest` per compiled call and takes back
+    what :meth:`ChunkRequest.run` would return, ``(new_state, records)``, by ``send``;
+    its return value (``StopIteration.value``) is the :class:`TrainResult`. Everything
+    else of the run (resuming, validation, divergence, history, callbacks, checkpoints,
+    preemption) happens inside, between its yields, with its contexts held open across
+    them: whoever drives it must ``throw`` an error of the compute into it (or ``close``
+    it), so that its checkpoints are closed and its signal handlers put back."""
     _check_trials(trials, config, task)
     trainer = Trainer(ensemble, task, config, constraint_key=jax.random.fold_in(key, 2))
     plan = TrainingPlan(config)
@@ -165,8 +255,16 @@ def train(
         callbacks.on_loop_start(done)
         for start, stop in plan.chunks(done):
             kill_point("chunk")
+            request = ChunkRequest(
+                trainer,
+                trainer.layout.place(state),
+                _chunk_inputs(host_trials, start, stop, plan),
+                start,
+                stop,
+            )
+            # The time from the request to its result: in a pack, the shared call's.
             with recorder.timer.chunk(stop - start):
-                new_state, records = _run_chunk(trainer, state, host_trials, start, stop, plan)
+                new_state, records = yield request
             policy.after_update(
                 np.asarray(state.diverged_at),
                 np.asarray(new_state.diverged_at),
@@ -213,22 +311,6 @@ def _record_state(history: History, batch: int, state: TrainState, plan: Trainin
     record_status(history, state.diverged_at, state.best_batch, state.best_loss)
     if plan.snapshots_at(batch):
         record_snapshot(history, batch, state.params)
-
-
-def _run_chunk(
-    trainer: Trainer,
-    state: TrainState,
-    trials: Trials,
-    start: int,
-    stop: int,
-    plan: TrainingPlan,
-) -> tuple[TrainState, BatchRecords]:
-    """The state after batches ``start:stop`` (one compiled call from `state`) and
-    their records, read back to the host."""
-    new_state, records = trainer.unpad_chunk(
-        *trainer.run_chunk(trainer.layout.place(state), *_chunk_inputs(trials, start, stop, plan))
-    )
-    return new_state, _first(records, stop - start)
 
 
 def _chunk_inputs(

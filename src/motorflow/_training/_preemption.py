@@ -36,36 +36,53 @@ class TrainingPreempted(RuntimeError):
         )
 
 
+# The watches entered in the main thread, in order, and the handlers before the first:
+# one handler of ours is installed while any watch is entered, and it tells them all. A
+# pack of runs (motorflow.train_pack) enters one watch per run and leaves them in any
+# order (a run that finishes first leaves first), so no watch may restore the handler
+# it found while others still watch.
+_WATCHES: list[PreemptionWatch] = []
+_BEFORE: dict[int, Any] = {}
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    name = signal.Signals(signum).name
+    if any(watch.requested is None for watch in _WATCHES):
+        logger.warning(
+            "Received %s: training stops at the end of the running compiled call, "
+            "after writing a checkpoint.",
+            name,
+        )
+    for watch in _WATCHES:
+        watch.requested = name
+
+
 class PreemptionWatch:
     """While entered (in the main thread), SIGTERM and SIGUSR1 set :attr:`requested`
     (the signal's name) instead of ending the process; the handlers before are
-    restored on exit. In another thread it watches nothing (Python delivers signals
-    to the main thread only)."""
+    restored when the last watch entered leaves. Watches entered together (the runs of
+    a pack) each see every signal, and may leave in any order. In another thread it
+    watches nothing (Python delivers signals to the main thread only)."""
 
     def __init__(self):
         self.requested: str | None = None
-        self._previous: dict[int, Any] = {}
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        name = signal.Signals(signum).name
-        if self.requested is None:
-            logger.warning(
-                "Received %s: training stops at the end of the running compiled call, "
-                "after writing a checkpoint.",
-                name,
-            )
-        self.requested = name
 
     def __enter__(self) -> Self:
         if threading.current_thread() is threading.main_thread():
-            for sig in SIGNALS:
-                self._previous[sig] = signal.signal(sig, self._handle)
+            if not _WATCHES:
+                for sig in SIGNALS:
+                    _BEFORE[sig] = signal.signal(sig, _on_signal)
+            _WATCHES.append(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
+        if self not in _WATCHES:
+            return
+        _WATCHES.remove(self)
+        if not _WATCHES:
+            for sig, handler in _BEFORE.items():
+                signal.signal(sig, handler)
+            _BEFORE.clear()
 
 
 class Preemption(Callback):

@@ -1,0 +1,268 @@
+"""Packed training (motorflow.train_pack): experiments that share their compiled program
+train as one call per chunk, and each ends as it ends trained alone.
+
+On the CPU the pack maps its experiments one after another (``lax.map``): each equals its
+run alone bitwise. Vmapped (``vectorize_members=True``, a GPU's default) each equals its
+run alone within RTOL/ATOL below (bitwise on the CPU, as measured).
+"""
+
+import os
+import signal
+
+import equinox as eqx
+import jax
+import numpy as np
+import pytest
+from conftest import assert_trees_equal, tiny_model_config, tiny_task, tiny_train_config
+from jax.sharding import Mesh
+
+import motorflow as mf
+import motorflow.pipeline as mfp
+from motorflow._training import _packs
+from motorflow._training._driver import ChunkRequest, training_steps
+from motorflow._training._preemption import PreemptionWatch
+from motorflow._training._sharding import ReplicateLayout
+
+SEEDS = (0, 1, 2)
+# Three chunks of ten batches, each validated, logged and checkpointed after.
+SMALL = {
+    "n_replicates": 2,
+    "n_batches": 30,
+    "batch_size": 4,
+    "validation": {"every": 10},
+    "log": {"every": 10},
+    "checkpoint": {"every": 10},
+}
+# Vmapped members against runs alone, after 30 batches: on the CPU they measured bitwise
+# equal (XLA's CPU backend loops over a batched matmul's batch), compiled with and without
+# its optimisation. Off the CPU batched kernels round otherwise: the bound is float32
+# rounding grown over 30 Adam steps with a margin, not yet measured on a GPU.
+RTOL, ATOL = 1e-4, 1e-6
+
+
+def member(seed: int, network: dict | None = None, **train) -> dict:
+    """train()'s arguments for a tiny experiment of `seed` (noise on)."""
+    model = tiny_model_config(**(network or {}))
+    task = tiny_task()
+    config = tiny_train_config(**{**SMALL, **train})
+    init_key, trials_key, train_key = jax.random.split(jax.random.key(seed), 3)
+    ensemble = mf.make_ensemble(
+        model, n_replicates=config.n_replicates, n_task_inputs=task.n_inputs, key=init_key
+    )
+    trials = task.training_trials(
+        key=trials_key,
+        n_replicates=config.n_replicates,
+        n_batches=config.n_batches,
+        batch_size=config.batch_size,
+    )
+    return {
+        "ensemble": ensemble,
+        "trials": trials,
+        "task": task,
+        "config": config,
+        "key": train_key,
+    }
+
+
+def alone(arguments: dict, **options) -> mf.TrainResult:
+    return mf.train(**{"progress": False, **arguments, **options})
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """Each seed trained alone."""
+    return {seed: alone(member(seed)) for seed in SEEDS}
+
+
+def assert_same_run(result: mf.TrainResult, expected: mf.TrainResult) -> None:
+    assert result.run_id == expected.run_id
+    assert_trees_equal(result.state, expected.state)
+    assert_trees_equal(result.history, expected.history)
+
+
+def assert_close_run(result: mf.TrainResult, expected: mf.TrainResult) -> float:
+    """Equal within RTOL/ATOL; returns the largest relative difference."""
+    worst = 0.0
+    pairs = [(result.state.params, expected.state.params), (result.history, expected.history)]
+    for got, want in pairs:
+        for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            np.testing.assert_allclose(x, y, rtol=RTOL, atol=ATOL)
+            finite = np.isfinite(y) & (np.abs(y) > ATOL)
+            if finite.any():
+                worst = max(worst, float(np.max(np.abs(x - y)[finite] / np.abs(y[finite]))))
+    return worst
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The number of experiments in each packed compiled call; no chunk runs alone."""
+    widths = []
+    packed = _packs.run_packed_chunk
+
+    def counted(requests, **options):
+        widths.append(len(requests))
+        return packed(requests, **options)
+
+    def refused(request):
+        raise AssertionError("a chunk ran alone, outside the packed call")
+
+    monkeypatch.setattr(_packs, "run_packed_chunk", counted)
+    monkeypatch.setattr(ChunkRequest, "run", refused)
+    return widths
+
+
+def test_a_pack_of_seeds_equals_each_seed_trained_alone_bitwise_on_the_cpu(reference, calls):
+    results = mf.train_pack([member(seed) for seed in SEEDS], vectorize_members=False)
+    assert calls == [3, 3, 3]  # one call per chunk for all three
+    for seed, result in zip(SEEDS, results):
+        assert_same_run(result, reference[seed])
+
+
+def test_a_vmapped_pack_equals_each_seed_trained_alone_within_the_tolerance(reference, calls):
+    results = mf.train_pack([member(seed) for seed in SEEDS], vectorize_members=True)
+    assert calls == [3, 3, 3]
+    worst = max(assert_close_run(r, reference[s]) for s, r in zip(SEEDS, results))
+    if jax.default_backend() == "cpu":
+        assert worst == 0.0, worst  # as measured (above)
+
+
+EDITS = {
+    "seed": lambda: member(7),
+    "learning rate": lambda: member(1, optimizer={"learning_rate": 0.02}),
+    "noise": lambda: member(1, network={"hidden_noise_std": 0.05}),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_editing_one_member_leaves_the_others_bitwise_unchanged(reference, edit):
+    edited = EDITS[edit]()
+    first, edited_result, last = mf.train_pack([member(0), edited, member(2)])
+    assert_same_run(first, reference[0])
+    assert_same_run(last, reference[2])
+    assert_same_run(edited_result, alone(edited))
+    assert not np.array_equal(
+        edited_result.history["loss"]["total"], reference[1].history["loss"]["total"]
+    )
+
+
+def test_a_vmapped_pack_of_fixed_width_is_unchanged_by_another_members_edit():
+    # Without a fixed width the edited member's leaving would make the others' call
+    # narrower, and batched kernels may round differently at another width.
+    options = {"vectorize_members": True, "members_per_program": 3}
+    before = mf.train_pack([member(seed) for seed in SEEDS], **options)
+    edited = member(1, optimizer={"learning_rate": 0.02})
+    after = mf.train_pack([member(0), edited, member(2)], **options)
+    assert_same_run(after[0], before[0])
+    assert_same_run(after[2], before[2])
+    assert_close_run(after[1], alone(edited))
+
+
+def signal_at(batch: int, sig: signal.Signals):
+    def on_log(done, history):
+        if done == batch:
+            os.kill(os.getpid(), sig)
+
+    return on_log
+
+
+def test_a_signal_stops_every_member_and_the_resumed_pack_equals_the_uninterrupted(
+    reference, tmp_path
+):
+    folders = [tmp_path / f"seed{seed}" for seed in SEEDS]
+    members = [{**member(s), "checkpoint_dir": d} for s, d in zip(SEEDS, folders)]
+    before = signal.getsignal(signal.SIGUSR1)
+    # The last member's hook signals after batch 10, when every member has its result.
+    members[-1]["on_log"] = signal_at(10, signal.SIGUSR1)
+    with pytest.raises(mfp.TrainingPreempted) as stopped:
+        mf.train_pack(members)
+    assert stopped.value.batch == 20
+    assert signal.getsignal(signal.SIGUSR1) == before  # the handler is put back
+    resumed = mf.train_pack([{**member(s), "checkpoint_dir": d} for s, d in zip(SEEDS, folders)])
+    for seed, result in zip(SEEDS, resumed):
+        assert result.record["resumed_from_batch"] == 20  # every member saw the signal
+        assert_same_run(result, reference[seed])
+
+
+class Interrupt(Exception):
+    pass
+
+
+def interrupt_at(batch: int):
+    def on_log(done, history):
+        if done == batch:
+            raise Interrupt
+
+    return on_log
+
+
+def test_members_at_different_progress_each_resume_their_own_checkpoints(reference, tmp_path):
+    folders = [tmp_path / f"seed{seed}" for seed in SEEDS]
+    members = [{**member(s), "checkpoint_dir": d} for s, d in zip(SEEDS, folders)]
+    members[1]["on_log"] = interrupt_at(10)
+    # One member's error stops that member only; the pack raises it when the rest are done.
+    with pytest.raises(Interrupt) as stopped:
+        mf.train_pack(members)
+    assert "member 1 stopped with this error" in "\n".join(stopped.value.__notes__)
+    # Member 2 starts over; member 0 finished earlier, member 1 stopped after batch 10.
+    resumed = mf.train_pack(
+        [
+            {**member(0), "checkpoint_dir": folders[0]},
+            {**member(1), "checkpoint_dir": folders[1]},
+            {**member(2), "checkpoint_dir": folders[2], "restart": True},
+        ]
+    )
+    assert [r.record["resumed_from_batch"] for r in resumed] == [30, 10, 0]
+    for seed, result in zip(SEEDS, resumed):
+        assert_same_run(result, reference[seed])
+
+
+def test_members_of_another_shape_run_in_programs_of_their_own(reference):
+    other = member(1, network={"hidden_size": 6})
+    first, wider, last = mf.train_pack([member(0), other, member(2)])
+    assert_same_run(first, reference[0])
+    assert_same_run(last, reference[2])
+    assert_same_run(wider, alone(other))
+
+
+def first_request(arguments: dict) -> ChunkRequest:
+    steps = training_steps(**{**arguments, "progress": False})
+    request = next(steps)
+    steps.close()
+    return request
+
+
+@pytest.mark.parametrize(
+    ("other", "named"),
+    [
+        (lambda: member(1, optimizer={"learning_rate": 0.02}), "train.optimizer.learning_rate"),
+        (lambda: member(1, network={"hidden_size": 6}), "its model differs"),
+    ],
+)
+def test_a_packed_call_refuses_requests_of_another_program_naming_the_setting(other, named):
+    requests = [first_request(member(0)), first_request(other())]
+    with pytest.raises(ValueError, match="request 1 .* cannot share") as error:
+        _packs.run_packed_chunk(requests, vectorize_members=False)
+    assert named in str(error.value)
+
+
+def test_a_pack_refuses_a_trainer_spread_over_devices():
+    request = first_request(member(0))
+    mesh = Mesh(np.asarray(jax.devices()[:1]), ("replicate",))
+    n = request.trainer.n_replicates
+    spread = eqx.tree_at(lambda t: t.layout, request.trainer, ReplicateLayout(n, n, mesh))
+    request = request._replace(trainer=spread)
+    with pytest.raises(ValueError, match="a pack trains on one device"):
+        _packs.run_packed_chunk([request], vectorize_members=False)
+
+
+def test_preemption_watches_entered_together_may_leave_in_any_order():
+    before = signal.getsignal(signal.SIGUSR1)
+    first, second = PreemptionWatch(), PreemptionWatch()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first to finish leaves first
+    os.kill(os.getpid(), signal.SIGUSR1)  # still caught: the second still watches
+    assert second.requested == "SIGUSR1"
+    second.__exit__(None, None, None)
+    assert signal.getsignal(signal.SIGUSR1) == before
