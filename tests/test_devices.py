@@ -152,6 +152,8 @@ def test_local_gpu_jobs_run_on_distinct_gpus(tmp_path):
     workdir = make_workdir(tmp_path / "work", config)
     snakemake(
         workdir,
+        # The train jobs only: what runs after them claims no GPU.
+        *(f"results/{experiment}/model" for experiment in ("quiet", "noisy")),
         "--resources",
         "gpu=2",
         env={"CUDA_VISIBLE_DEVICES": "3,5", "MOTORFLOW_GPU_LOCK_DIR": str(tmp_path / "locks")},
