@@ -69,7 +69,7 @@ def test_a_run_marks_its_folder_and_keeps_the_last_results_until_it_succeeds(pro
     (results / "quiet" / "metrics.csv").write_text("a,b\n1,2\n")
     run.started(cores=1, local=False)
     assert mfp._results_folder.results_owner(results) == ["config/config.yaml"]
-    assert run.warm_workers == []  # not a local run: no warm workers
+    assert run.warm_workers is None  # not a local run: no warm workers
     kept = results / ".last-complete" / "quiet" / "metrics.csv"
     assert kept.read_text() == "a,b\n1,2\n"
     # A failed run says where the last complete results are, and keeps them...

@@ -3,11 +3,10 @@
 Side by side (:func:`plot_comparison`), a column per experiment stops being readable
 past a few dozen; a sweep of 1,000 would be 1,000 columns of 16 thousandths of an inch.
 So past a few dozen experiments (motorflow.pipeline's `EACH_EXPERIMENT_UP_TO`) the
-comparison draws each metric's means
-ranked, with their intervals, the first experiment (every contrast's reference, then)
-marked and the extremes named: how the experiments spread, and where the reference
-stands among them. Every number is in the summary table, and a sweep's figure shows
-its experiments against their settings.
+comparison draws each metric's means ranked, with their intervals, the first
+experiment (every contrast's reference, then) marked and the extremes named: how the
+experiments spread, and where the reference stands among them. Every number is in the
+summary table, and a sweep's figure shows its experiments against their settings.
 """
 
 from __future__ import annotations

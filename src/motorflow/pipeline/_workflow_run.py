@@ -17,11 +17,11 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from .._config_errors import ConfigError, ConfigErrors
+from .._config_errors import ConfigError, problems
 from ._check import CheckedConfig, check_config, read_config
 from ._estimate import preflight
 from ._invocation import note_workflow_command
@@ -50,16 +50,15 @@ def ignore_cluster_warning() -> None:
 def config_problems(error: ConfigError) -> list[str]:
     """The lines of the error the Snakefile raises for a bad config: one per problem
     (the typed config reports every bad key at once), then what to do."""
-    each = error.errors if isinstance(error, ConfigErrors) else (error,)
     return [
-        *(f"Invalid config: {problem}" for problem in each),
+        *(f"Invalid config: {problem}" for problem in problems(error)),
         "Nothing was run; fix the config and run again.",
     ]
 
 
 @dataclass
 class WorkflowRun:
-    """The checked config of one run, its results folder and its warm workers."""
+    """The checked config of one run, its results folder and its warm-worker server."""
 
     config_files: list[Path]
     checked: CheckedConfig
@@ -67,7 +66,7 @@ class WorkflowRun:
     # Whether this process started the workflow (not a job's snakemake that parses it
     # again on a cluster node): what runs once per workflow runs where this is true.
     started_here: bool
-    warm_workers: list[WarmWorkers] = field(default_factory=list)
+    warm_workers: WarmWorkers | None = None  # a local run's, while it runs
 
     @classmethod
     def open(
@@ -133,8 +132,8 @@ class WorkflowRun:
         and, for a local run, the warm workers (motorflow.pipeline._warm_workers)."""
         mark_results_owner(self.results, self.config_files)
         keep_last_complete(self.results)
-        if local and (warm := start_warm_workers(cores)):
-            self.warm_workers.append(warm)
+        if local:
+            self.warm_workers = start_warm_workers(cores)
 
     def succeeded(self) -> None:
         """Snakemake's ``onsuccess``: the warm workers stopped, the kept files dropped."""
@@ -148,5 +147,6 @@ class WorkflowRun:
         return last_complete_message(self.results)
 
     def _stop_warm_workers(self) -> None:
-        while self.warm_workers:
-            self.warm_workers.pop().stop()
+        if self.warm_workers is not None:
+            self.warm_workers.stop()
+            self.warm_workers = None
