@@ -8,6 +8,7 @@ from workflow_helpers import at, make_workdir, snakemake, tiny_config
 
 import motorflow.pipeline as mfp
 from motorflow.pipeline._estimate import check_fits
+from motorflow.pipeline._estimate import warnings as memory_warnings
 
 GiB = 2**30
 ROOMY = {"memory": 2 * GiB, "disk_free": 2**40}
@@ -128,3 +129,29 @@ def test_a_dry_run_prints_the_estimate_and_a_refused_one_runs_nothing(tmp_path):
     assert refused.returncode != 0
     assert "tasks.reach.n_steps" in refused.stderr and "Nothing was run" in refused.stderr
     assert not (workdir / "results").exists()
+
+
+def train_packs(checked, size):
+    return mfp.train_packs(checked.experiments, size, checked.sweeps)
+
+
+def test_a_pack_too_large_for_the_memory_is_refused_naming_the_pack_size():
+    """Each experiment fits alone; a pack of all of them, in one process, does not."""
+    config = tiny_config()
+    config["sweeps"] = {"seeds": {"experiment": "quiet", "grid": {"seed": list(range(40))}}}
+    config["trainings"]["quick"]["batch_size"] = 4000
+    settings, items = estimates(config)
+    alone = max(item.train_memory for item in items)
+    limits = {"memory": 4 * alone, "disk_free": 2**40}
+    check_fits(items, settings, **limits)  # one experiment per job: fits
+    config["resources"] = {"train": {"pack": 40}}
+    checked = mfp.check_config(config)
+    packs = mfp.pack_memory(items, checked.experiments, train_packs(checked, 40))
+    assert [len(pack) for pack, _ in packs] == [40, 2]
+    with raises_config_error("resources.train.pack", "the pack seeds-seed0 .. seeds-seed39"):
+        check_fits(items, checked.settings, **limits, packs=packs)
+    pairs = mfp.pack_memory(items, checked.experiments, train_packs(checked, 2))
+    check_fits(items, checked.settings, **limits, packs=pairs)
+    # Above what the job asks for (SLURM would kill it): a line naming the pack.
+    lines = memory_warnings(items, checked.settings, packs)
+    assert any(line.startswith("the pack seeds-seed0 .. seeds-seed39 (40 ") for line in lines)

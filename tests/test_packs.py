@@ -6,6 +6,7 @@ run alone bitwise. Vmapped (``vectorize_members=True``, a GPU's default) each eq
 run alone within RTOL/ATOL below (bitwise on the CPU, as measured).
 """
 
+import logging
 import os
 import signal
 
@@ -266,3 +267,17 @@ def test_preemption_watches_entered_together_may_leave_in_any_order():
     assert second.requested == "SIGUSR1"
     second.__exit__(None, None, None)
     assert signal.getsignal(signal.SIGUSR1) == before
+
+
+def test_each_members_log_lines_start_with_its_name(caplog):
+    with caplog.at_level(logging.INFO, logger="motorflow"):
+        mf.train_pack([member(0), member(1)], names=["first", "second"])
+    lines = [record.getMessage() for record in caplog.records]
+    for name in ("first", "second"):
+        assert any(line.startswith(f"{name}: Training 2 replicates") for line in lines)
+        assert any(line.startswith(f"{name}: batch 30/30") for line in lines)
+    # Outside the pack, lines are as they were.
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="motorflow"):
+        alone(member(0))
+    assert not any(record.getMessage().startswith("first") for record in caplog.records)

@@ -156,21 +156,23 @@ def job(name):
     return mfp.job_command(SCRIPTS, f"{name}.py")
 
 
-def job_params(name, wildcard=None, **params):
+def job_params(name, wildcard=None, run=None, **params):
     """The params of the rule `name`, which are its settings (`setting_params`),
     `params`, and two its command passes on, `job_client`, the start of the command
     (this machine's paths), and `job`, the job as its script reads it
-    (`mfp.describe_job`, with its run settings; in a file below .snakemake/ when long,
-    `mfp.job_argument`). Both are functions of the job's input, which Snakemake leaves
-    out of its params rerun trigger: only the settings and `params` rerun a job."""
+    (`mfp.describe_job`, with its run settings, `run` or else the job's own; in a file
+    below .snakemake/ when long, `mfp.job_argument`). Both are functions of the job's
+    input, which Snakemake leaves out of its params rerun trigger: only the settings
+    and `params` rerun a job."""
     params = {**setting_params(name, wildcard), **params}
+    given = run
 
     def describe(wildcards, input, output, threads, resources):
         values = {
             key: value(wildcards) if callable(value) else value
             for key, value in params.items()
         }
-        run = JOB_RUN_SETTINGS.get((name, wildcards[wildcard])) if wildcard else None
+        run = JOB_RUN_SETTINGS.get((name, wildcards[wildcard])) if wildcard else given
         description = mfp.describe_job(
             name,
             input=input,

@@ -1,3 +1,8 @@
+# The train packs (resources.train.pack): runs of experiments one job trains together.
+PACKS = mfp.train_packs(EXPERIMENTS, SETTINGS.resources.train.pack, CHECKED.sweeps)
+PACKED = {name for pack in PACKS for name in pack}
+
+
 rule train:
     """Train one experiment's ensemble; resumes from results/<config>/{experiment}/checkpoints/.
 
@@ -18,6 +23,9 @@ rule train:
         f"{RESULTS}/logs/train/{{experiment}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/train/{{experiment}}.tsv"
+    # The experiments of packs train in their pack's job.
+    wildcard_constraints:
+        experiment=mfp.names_pattern(name for name in EXPERIMENTS if name not in PACKED),
     threads: stage_threads("train")
     resources:
         **job_resources("train"),
@@ -28,3 +36,49 @@ rule train:
         **job_params("train", "experiment"),
     shell:
         job("train")
+
+
+# One rule per pack, named train_pack_<i>: it makes its experiments' train outputs (as
+# the train rule makes one's), from each one's trial specs, in one job and process on
+# one device (run setting cpu_devices). Its params are every member's settings, so an
+# edit of one reruns the pack (the others resume their finished checkpoints). On a
+# cluster each pack is a cluster job of its own (the profile groups rules by name),
+# with what the profile sets for the train rule (set-resources).
+for index, members in enumerate(PACKS):
+
+    rule:
+        name:
+            f"train_pack_{index}"
+        input:
+            trials=[
+                f"{RESULTS}/trials/{EXPERIMENTS[m].dataset}/train.zarr"
+                for m in members
+            ],
+            eval=[
+                f"{RESULTS}/trials/{EXPERIMENTS[m].dataset}/eval.zarr" for m in members
+            ],
+        output:
+            model=[directory(f"{RESULTS}/{m}/model") for m in members],
+            model_best=[directory(f"{RESULTS}/{m}/model_best") for m in members],
+            history=[directory(f"{RESULTS}/{m}/history.zarr") for m in members],
+        log:
+            [f"{RESULTS}/logs/train/{m}.log" for m in members],
+        benchmark:
+            f"{RESULTS}/benchmarks/train_pack/{index}.tsv"
+        threads: stage_threads("train")
+        resources:
+            **job_resources("train"),
+        params:
+            **job_params(
+                "train_pack",
+                run=mfp.pack_run_settings(JOB_RUN_SETTINGS, members),
+                **mfp.pack_params(JOB_SETTINGS, members),
+            ),
+        shell:
+            job("train_pack")
+
+    # What the profile (or --set-resources) sets for the train rule, e.g. SLURM's
+    # early-warning signal, holds for the rule that stands in for it.
+    workflow.get_rule(f"train_pack_{index}").resources.update(
+        workflow.resource_settings.overwrite_resources.get("train") or {}
+    )

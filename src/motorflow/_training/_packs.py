@@ -37,6 +37,7 @@ def train_pack(
     *,
     vectorize_members: bool | None = None,
     members_per_program: int | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[TrainResult]:
     """Train several experiments together, each as :func:`train` trains it alone.
 
@@ -57,6 +58,8 @@ def train_pack(
       program (vmapped kernels may round differently at another width), and memory is
       bounded. None: all the experiments that can share a call, unpadded; an experiment
       with no partner then runs its own (unpacked) program.
+    - `names`: a name per experiment, which starts each of its log lines (the lines of
+      a pack's experiments interleave).
 
     Returns each experiment's :class:`TrainResult`, in the order of `members`.
 
@@ -77,24 +80,45 @@ def train_pack(
     """
     if vectorize_members is None:
         vectorize_members = jax.default_backend() != "cpu"
-    runs = [_Run(index, member) for index, member in enumerate(members)]
+    names = list(names) if names is not None else [None] * len(members)
+    if len(names) != len(members):
+        raise ValueError(f"{len(names)} names for {len(members)} members")
+    runs = [_Run(index, member, name) for index, (member, name) in enumerate(zip(members, names))]
+    logger.addFilter(_NAMES)
     try:
         for run in runs:
             run.advance(None)
         while waiting := [run for run in runs if run.request is not None]:
             _advance_together(waiting, vectorize_members, members_per_program)
     finally:
+        logger.removeFilter(_NAMES)
         for run in runs:
             run.steps.close()
     return _results(runs)
+
+
+class _MemberName(logging.Filter):
+    """Starts each log line with the name of the pack's experiment that logs it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.current: str | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.current is not None:
+            record.msg = f"{self.current}: {record.msg}"
+        return True
+
+
+_NAMES = _MemberName()
 
 
 class _Run:
     """One experiment of a pack: its :func:`training_steps`, the chunk it waits on (None:
     none) and how it ended (its result or its error)."""
 
-    def __init__(self, index: int, member: Mapping[str, Any]):
-        self.index = index
+    def __init__(self, index: int, member: Mapping[str, Any], name: str | None = None):
+        self.index, self.name = index, name
         self.steps = training_steps(**{"progress": False, **member})
         self.request: ChunkRequest | None = None
         self.result: TrainResult | None = None
@@ -102,12 +126,15 @@ class _Run:
 
     def advance(self, output: Output | None) -> None:
         """Hand the run its chunk's `output` (None: start it) and take its next request."""
+        _NAMES.current = self.name
         try:
             self.request = self.steps.send(output)
         except StopIteration as done:
             self.request, self.result = None, done.value
         except Exception as error:  # this run's own: the others train on
             self.request, self.error = None, error
+        finally:
+            _NAMES.current = None
 
 
 def _advance_together(runs: list[_Run], vectorize: bool, width: int | None) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._datasets import StoreError, open_dataset, read_states, write_dataset
     from ._describe import describe_experiment
     from ._devices import claim_gpus, use_devices, visible_gpus
-    from ._estimate import Estimate, estimate, preflight
+    from ._estimate import Estimate, estimate, pack_memory, preflight
     from ._experiments import (
         RESERVED_NAMES,
         Experiment,
@@ -54,6 +54,9 @@ if TYPE_CHECKING:
         is_arm,
         job_run_settings,
         job_settings,
+        pack_job_experiments,
+        pack_params,
+        pack_run_settings,
         protocol_curve_stages,
         rule_params,
         setting_param,
@@ -73,7 +76,6 @@ if TYPE_CHECKING:
         evaluate_experiment,
         evaluate_snapshots,
         make_trials,
-        train_experiment,
     )
     from ._store import (
         center_out_dataset,
@@ -84,6 +86,8 @@ if TYPE_CHECKING:
     )
     from ._sweep_size import EACH_EXPERIMENT_UP_TO, shows_each_experiment
     from ._sweeps import grid_points
+    from ._train_packs import train_packs
+    from ._train_stage import TrainJob, train_experiment, train_experiments
     from ._warm_workers import WarmWorkers, start_warm_workers
     from ._workflow_config import EvaluationConfig, WorkflowConfig, parse_config
     from ._workflow_run import WorkflowRun, config_problems, ignore_cluster_warning
@@ -105,6 +109,7 @@ __all__ = [
     "StoreError",
     "SweepSpec",
     "TrainingPreempted",
+    "TrainJob",
     "WarmWorkers",
     "WorkflowConfig",
     "WorkflowRun",
@@ -151,6 +156,10 @@ __all__ = [
     "names_pattern",
     "note_workflow_command",
     "open_dataset",
+    "pack_job_experiments",
+    "pack_memory",
+    "pack_params",
+    "pack_run_settings",
     "parse_config",
     "parse_setting_params",
     "preflight",
@@ -173,7 +182,9 @@ __all__ = [
     "summary_stage",
     "sweep_figure",
     "train_experiment",
+    "train_experiments",
     "train_job_experiment",
+    "train_packs",
     "tree_digest",
     "trials_dataset",
     "use_devices",

@@ -37,7 +37,13 @@ from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule
 from ._cross_experiment_specs import ComparisonSpec, ProtocolSpec, SweepSpec
-from ._workflow_config import ExperimentSpec, ResourcesConfig, StageResources, WorkflowConfig
+from ._workflow_config import (
+    ExperimentSpec,
+    ResourcesConfig,
+    StageResources,
+    TrainResources,
+    WorkflowConfig,
+)
 
 # Each family: its registry and the base class whose keys every member shares.
 FAMILIES: dict[str, tuple[Mapping[str, type[Block]], type[Block]]] = {
@@ -266,6 +272,11 @@ def _resources_rows() -> Iterator[Row]:
         ]
         default = ", ".join([*parts, f"else `{usual}`"]) if parts else f"`{usual}`"
         yield name, default, meaning(field.description, _choices(field.annotation))
+    # The train stage's own keys.
+    for name, field in TrainResources.model_fields.items():
+        if name not in StageResources.model_fields:
+            default = yaml_value(getattr(stages.train, name))
+            yield name, f"`{default}`", meaning(field.description, _choices(field.annotation))
 
 
 def _other_rows() -> Iterator[Row]:

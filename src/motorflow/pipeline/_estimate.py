@@ -35,6 +35,8 @@ from .._config_errors import ConfigError
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
 from ._experiment_checks import trial_spec_bytes
+from ._sweeps import grid_points
+from ._train_packs import train_packs
 
 if TYPE_CHECKING:
     from ._experiments import Experiment
@@ -302,6 +304,26 @@ def folder_size(folder: str | Path) -> int:
     return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
 
 
+def pack_memory(
+    estimates: list[Estimate],
+    experiments: Mapping[str, Experiment],
+    packs: list[tuple[str, ...]],
+) -> list[tuple[tuple[str, ...], int]]:
+    """Each train pack (:func:`train_packs`) and its job's peak memory: one process's
+    base (the largest of its plants') and each member's own part."""
+    by_name = {item.experiment: item for item in estimates}
+    found = []
+    for pack in packs:
+        bases = [experiments[name].model.plant.TRAIN_BASE_MEMORY for name in pack]
+        own = sum(by_name[name].train_memory - base for name, base in zip(pack, bases))
+        found.append((pack, max(bases) + own))
+    return found
+
+
+def _pack_name(pack: tuple[str, ...]) -> str:
+    return f"the pack {pack[0]} .. {pack[-1]} ({len(pack)} experiments)"
+
+
 def check_fits(
     estimates: list[Estimate],
     settings: WorkflowConfig,
@@ -309,6 +331,7 @@ def check_fits(
     memory: int,
     disk_free: int,
     rewritten: int | Callable[[], int] = 0,
+    packs: list[tuple[tuple[str, ...], int]] = (),
 ) -> None:
     """Raise a :class:`ConfigError` naming the key that drives the first estimate that
     cannot fit: a job's peak above both the `memory` of this machine and the memory the
@@ -316,7 +339,8 @@ def check_fits(
     `disk_free` plus the `rewritten` bytes of a previous run that its jobs replace.
     `rewritten` may be a function giving them, called only where `disk_free` alone
     cannot hold the run: measuring a large results folder takes seconds, and every
-    Snakemake run checks."""
+    Snakemake run checks. A train pack's job (`packs`, :func:`pack_memory`) above both
+    names ``resources.train.pack``."""
     for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
         asked = getattr(settings.resources, stage).mem_mb * 10**6
         allowed = max(memory, asked)
@@ -332,6 +356,17 @@ def check_fits(
                     f"resources.{stage}.mem_mb asks for ({_size(asked)}); make it smaller, "
                     f"or run where the memory is and raise resources.{stage}.mem_mb",
                 )
+    asked = settings.resources.train.mem_mb * 10**6
+    for pack, need in packs:
+        if need > max(memory, asked):
+            raise ConfigError(
+                "resources.train.pack",
+                f"with this value ({settings.resources.train.pack:,}) the train job of "
+                f"{_pack_name(pack)} would need about {_size(need)} of memory, more than "
+                f"this machine has ({_size(memory)}) and than resources.train.mem_mb asks "
+                f"for ({_size(asked)}); make it smaller, or run where the memory is and "
+                "raise resources.train.mem_mb",
+            )
     total = sum(item.total_disk for item in estimates)
     if total > disk_free and total > disk_free + (
         rewritten() if callable(rewritten) else rewritten
@@ -346,10 +381,20 @@ def check_fits(
         )
 
 
-def warnings(estimates: list[Estimate], settings: WorkflowConfig) -> list[str]:
-    """A line per job whose estimated peak is above the memory it asks for (SLURM would
-    kill it; a local run goes on)."""
-    lines = []
+def warnings(
+    estimates: list[Estimate],
+    settings: WorkflowConfig,
+    packs: list[tuple[tuple[str, ...], int]] = (),
+) -> list[str]:
+    """A line per job (an experiment's, or a train pack's: `packs`) whose estimated peak
+    is above the memory it asks for (SLURM would kill it; a local run goes on)."""
+    asked = settings.resources.train.mem_mb * 10**6
+    lines = [
+        f"{_pack_name(pack)}: its train job may need ~{_size(need)}, more than "
+        f"resources.train.mem_mb ({_size(asked)}): raise it for SLURM"
+        for pack, need in packs
+        if need > asked
+    ]
     for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
         asked = getattr(settings.resources, stage).mem_mb * 10**6
         lines += [
@@ -368,6 +413,7 @@ __all__ = [
     "folder_size",
     "free_disk",
     "machine_memory",
+    "pack_memory",
     "preflight",
 ]
 
@@ -379,11 +425,16 @@ def preflight(
     writes to the `results` folder; raises a :class:`ConfigError` naming the key that
     drives an estimate this machine cannot hold (see :func:`check_fits`)."""
     estimates = estimate(settings, experiments)
+    sweeps = {name: grid_points(name, sweep) for name, sweep in settings.sweeps.items()}
+    packs = pack_memory(
+        estimates, experiments, train_packs(experiments, settings.resources.train.pack, sweeps)
+    )
     check_fits(
         estimates,
         settings,
         memory=machine_memory(),
         disk_free=free_disk(results),
         rewritten=lambda: folder_size(results),
+        packs=packs,
     )
-    return estimates, warnings(estimates, settings)
+    return estimates, warnings(estimates, settings, packs)

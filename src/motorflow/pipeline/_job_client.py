@@ -51,8 +51,10 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 
 def worker_key(description: dict[str, Any]) -> tuple[int]:
     """The settings a worker's JAX fixed as it started that a job must match: its
-    CPU device count (one per thread of the job, ``mfp.use_devices``)."""
-    return (int(description["threads"]),)
+    CPU device count (one per thread of the job, ``mfp.use_devices``, unless its run
+    settings say otherwise: a train pack trains on one device)."""
+    run = description.get("run") or {}
+    return (int(run.get("cpu_devices", description["threads"])),)
 
 
 def _resource(description: dict[str, Any], name: str) -> Any:

@@ -9,7 +9,7 @@ from .._config import ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
 from .._training._config import RESUME_ONLY_KEYS
 from ._experiments import Experiment
-from ._setting_params import parse_setting_params
+from ._setting_params import SETTING_PARAM_PREFIX, parse_setting_params
 from ._workflow_config import EvaluationConfig, WorkflowConfig
 
 JobKey = tuple[str, str]
@@ -209,6 +209,52 @@ def train_job_experiment(name: str, params: Any, run: Mapping[str, Any]) -> Expe
     """
     settings = parse_setting_params(params)
     return Experiment.from_train_settings(name, settings, run["training"])
+
+
+def pack_params(
+    settings: Mapping[JobKey, Mapping[str, Any]], members: Sequence[str]
+) -> dict[str, str]:
+    """The params of a train pack (:func:`train_packs`): each member's train settings
+    as ``setting<i>`` texts ``<member>:<name>=<value>``. The member's name in each text
+    keeps the recorded set of params (Snakemake reruns a job when that set changes)
+    one member's own: an edit of any member, even one that swaps two members' seeds,
+    changes it."""
+    texts = [
+        f"{member}:{setting_param(name, value)}"
+        for member in members
+        for name, value in settings[("train", member)].items()
+    ]
+    return {f"{SETTING_PARAM_PREFIX}{index}": text for index, text in enumerate(texts)}
+
+
+def pack_run_settings(
+    run_settings: Mapping[JobKey, Mapping[str, Any]], members: Sequence[str]
+) -> dict[str, Any]:
+    """How a train pack's job runs: on one device (``cpu_devices``), with the
+    compilation cache of its members, and each member's train job's run settings
+    (``members``)."""
+    own = {member: dict(run_settings[("train", member)]) for member in members}
+    return {
+        "cpu_devices": 1,
+        "jax_cache_dir": own[members[0]]["jax_cache_dir"],
+        "members": own,
+    }
+
+
+def pack_job_experiments(params: Any, run: Mapping[str, Any]) -> list[Experiment]:
+    """The experiments a train pack's job trains, in its order: each member's settings
+    from the job's params (:func:`pack_params`), with its run settings (`run`'s
+    ``members``, each as a train job's run settings) read as :func:`train_job_experiment`
+    reads one's."""
+    texts: dict[str, list[str]] = {member: [] for member in run["members"]}
+    for name, text in params.items():
+        if name.startswith(SETTING_PARAM_PREFIX) and name[len(SETTING_PARAM_PREFIX) :].isdigit():
+            member, _, setting = text.partition(":")
+            texts[member].append(setting)
+    return [
+        Experiment.from_train_settings(member, parse_setting_params(texts[member]), own["training"])
+        for member, own in run["members"].items()
+    ]
 
 
 def evaluate_job_settings(params: Any) -> tuple[TaskConfig, int, EvaluationConfig]:

@@ -32,24 +32,30 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
 
 @contextlib.contextmanager
-def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
-    """Send the stage's log lines (and Python warnings) to `log_path`, one per line.
+def stage_logging(log_path: str | Path, *more_paths: str | Path) -> Iterator[logging.Logger]:
+    """Send the stage's log lines (and Python warnings) to `log_path` (and each of
+    `more_paths`: a train pack's job writes every member's log), one per line.
 
     Progress bars stay on the console (a terminal) and never reach the file. Errors are
     logged there too and then re-raised, so they also reach the console.
     """
     logger = logging.getLogger("motorflow")
     logging.getLogger("jax._src.xla_bridge").setLevel(logging.WARNING)
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     warnings_logger = logging.getLogger("py.warnings")
-    with open(log_path, "w", buffering=1) as stream:
-        handler = logging.StreamHandler(stream)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
-        logger.addHandler(handler)
+    with contextlib.ExitStack() as files:
+        handlers = []
+        for path in (log_path, *more_paths):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.StreamHandler(files.enter_context(open(path, "w", buffering=1)))
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            handlers.append(handler)
+        for handler in handlers:
+            logger.addHandler(handler)
+            warnings_logger.addHandler(handler)
+        level, propagate = logger.level, logger.propagate
         logger.setLevel(logging.INFO)
         logger.propagate = False
         logging.captureWarnings(True)
-        warnings_logger.addHandler(handler)
         # Where the job ran: on a cluster, the log ties each output to its SLURM job.
         slurm_job = os.environ.get("SLURM_JOB_ID")
         logger.info(
@@ -62,5 +68,8 @@ def stage_logging(log_path: str | Path) -> Iterator[logging.Logger]:
             raise
         finally:
             logging.captureWarnings(False)
-            warnings_logger.removeHandler(handler)
-            logger.removeHandler(handler)
+            for handler in handlers:
+                warnings_logger.removeHandler(handler)
+                logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate

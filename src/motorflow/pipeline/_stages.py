@@ -18,30 +18,17 @@ import xarray as xr
 from .._config import ModelConfig, TaskConfig
 from .._evaluate import evaluate
 from .._metrics import metrics_table, reach_metrics
-from .._model._ensemble import make_ensemble, n_replicates
-from .._model._saved_ensembles import (
-    adopt_weights,
-    load_ensemble,
-    load_optimizer_state,
-    load_training_record,
-    save_ensemble,
-)
+from .._model._ensemble import n_replicates
+from .._model._saved_ensembles import load_ensemble, load_training_record
 from .._tasks import CenterOut, Task
-from .._training._checkpoint import CheckpointStore
-from .._training._driver import train
-from .._training._history import history_dataset
-from .._training._run_identity import run_fingerprint, run_id
 from .._training._run_record import with_named_arrays
-from .._training._trainer import Trainer
-from ._experiments import Experiment, experiment_keys
+from ._experiments import experiment_keys
 from ._outputs import write_csv
 from ._store import (
     center_out_dataset,
-    json_attrs,
     open_dataset,
     read_center_out,
     read_states,
-    read_trials,
     write_dataset,
     write_trials,
 )
@@ -70,139 +57,6 @@ def make_trials(dataset_spec: Mapping[str, Any], *, train_path: Path, eval_path:
         center_out_dataset(validation, attrs={"task_config": dataset_spec["task"]}),
         eval_path,
     )
-
-
-def train_experiment(
-    experiment: Experiment,
-    *,
-    trials_path: Path,
-    eval_path: Path,
-    model_path: Path,
-    history_path: Path,
-    checkpoint_dir: Path,
-    best_model_path: Path | None = None,
-    init_path: Path | None = None,
-    progress: bool = True,
-    invocation: Mapping[str, Any] | None = None,
-) -> None:
-    """Train (or resume) one experiment; write the final model, its history and (to
-    `best_model_path`) each replicate at its lowest validation loss.
-
-    An experiment with ``init_from`` starts from the trained model at `init_path`
-    (the arrays; its own settings without weights) and, without ``reset_optimizer``,
-    from the optimizer state saved with it. The model is saved with its final
-    optimizer state, so that any experiment can continue it.
-
-    With ``train.tensorboard``, TensorBoard event files go to
-    ``<checkpoint_dir>/../tensorboard/<run>/``, one directory per training
-    configuration (the first 16 characters of its :func:`run_id`).
-
-    `invocation` goes into the run record as :func:`motorflow.train` takes it (a
-    workflow job's: :func:`job_invocation`).
-
-    The checkpoint store remembers which run's results the outputs hold. When the
-    stage runs again for that very run (its outputs were in place, so the rerun was
-    forced, e.g. ``snakemake -R train``), it trains from the first batch rather than
-    returning the finished checkpoint; any other run resumes its own checkpoints, so
-    reverting a config edit restores the earlier results without retraining.
-    """
-    trials = read_trials(trials_path)
-    validation = read_center_out(eval_path)
-    task = Task(experiment.task)
-    keys = experiment_keys(experiment.seed)
-    ensemble = make_ensemble(
-        experiment.model,
-        n_replicates=experiment.train.n_replicates,
-        n_task_inputs=task.n_inputs,
-        key=keys["init"],
-    )
-    opt_state = None
-    if experiment.init_from is not None:
-        if init_path is None:
-            raise ValueError(
-                f"{experiment.name!r} starts from {experiment.init_from!r}: give init_path"
-            )
-        parent, _ = load_ensemble(init_path)
-        ensemble = adopt_weights(ensemble, parent)
-        logger.info("Starting from the trained model of %r (%s)", experiment.init_from, init_path)
-        if not experiment.reset_optimizer:
-            # Only the optimizer state's shapes are read: any constraint key serves.
-            trainer = Trainer(ensemble, task, experiment.train, constraint_key=keys["train"])
-            like = eqx.filter_eval_shape(
-                trainer.init, key=keys["train"], learning_key=keys["train"]
-            )
-            opt_state = load_optimizer_state(init_path, like.opt_state)
-    store = CheckpointStore(checkpoint_dir)
-    identity = run_id(
-        run_fingerprint(
-            ensemble,
-            trials,
-            task,
-            experiment.train,
-            key=keys["train"],
-            validation=validation,
-            initial_opt_state=opt_state,
-        )
-    )
-    forced = store.outputs_from == identity
-    if forced:
-        logger.info(
-            "The outputs already held this configuration's results, so this run was "
-            "forced: training from the first batch."
-        )
-    store.record_outputs(None)
-    result = train(
-        ensemble,
-        trials,
-        task,
-        experiment.train,
-        key=keys["train"],
-        checkpoint_dir=checkpoint_dir,
-        validation=validation,
-        progress=progress,
-        restart=forced,
-        initial_opt_state=opt_state,
-        invocation=invocation,
-        # One directory per training configuration, as the checkpoints.
-        tensorboard_dir=Path(checkpoint_dir).parent / "tensorboard" / identity[:16]
-        if experiment.train.tensorboard
-        else None,
-    )
-    snapshots = experiment.train.snapshots
-    history = history_dataset(
-        result.history,
-        trials=trials if snapshots is not None and snapshots.trials else None,
-        attrs=json_attrs(
-            {
-                # What the result depends on, so the store is the same whatever the cadence;
-                "experiment": {"name": experiment.name, **experiment.train_settings()},
-                # and how this run made it (machine, times), which differs between runs.
-                "run_record": result.record,
-            }
-        ),
-    )
-    write_dataset(history, history_path)
-    status = {
-        "diverged_at": history.diverged_at.values.tolist(),
-        "best_batch": history.best_batch.values.tolist(),
-    }
-    save_ensemble(
-        model_path,
-        result.ensemble,
-        experiment.model,
-        n_task_inputs=task.n_inputs,
-        optimizer_state=result.state.opt_state,
-        training={"parameters": "final", **status},
-    )
-    if best_model_path is not None:
-        save_ensemble(
-            best_model_path,
-            result.best_ensemble,
-            experiment.model,
-            n_task_inputs=task.n_inputs,
-            training={"parameters": "best", **status},
-        )
-    store.record_outputs(result.run_id)
 
 
 def evaluate_experiment(

@@ -177,11 +177,37 @@ class StageResources(Block):
         return self
 
 
+class TrainResources(StageResources):
+    """The train stage's job size, and how many experiments a train job trains."""
+
+    pack: PositiveInt = Field(
+        1,
+        description="train only: experiments per train job. The experiments without "
+        "`init_from` are cut, in config order, into packs of this many, each trained by "
+        "one job in one process on one device; those of a pack that share a compiled "
+        "program (every setting but the seed equal, as a seed sweep's) train as one call "
+        "per chunk, vmapped over experiments on a GPU. Each result is its run alone's "
+        "(bitwise on the CPU, within float rounding on a GPU). Editing one experiment "
+        "reruns its pack, whose other experiments resume their finished checkpoints",
+    )
+
+    @model_validator(mode="after")
+    def _a_pack_on_one_device(self) -> TrainResources:
+        if self.pack > 1 and self.gpus > 1:
+            raise ConfigError(
+                "pack",
+                f"{self.pack} experiments per job with gpus: {self.gpus}: a pack trains on "
+                "one device; set gpus to 1 (packs then share no GPU), or pack to 1 to "
+                "spread each experiment's replicates over several GPUs",
+            )
+        return self
+
+
 class ResourcesConfig(Block):
     """Job sizes per stage; a partial stage keeps the defaults it does not name."""
 
     trials: StageResources = StageResources(threads=1, mem_mb=2000, runtime=10)
-    train: StageResources = StageResources(threads=2, mem_mb=4000, runtime=120)
+    train: TrainResources = TrainResources(threads=2, mem_mb=4000, runtime=120)
     evaluate: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
     figures: StageResources = StageResources(threads=1, mem_mb=1000, runtime=10)
     analysis: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)

@@ -1,0 +1,79 @@
+"""Train packs end to end (``resources.train.pack``): the real `snakemake` trains the
+tiny config's two experiments in one job, each exactly as trained alone; an edit of one
+reruns its pack, where the other resumes its finished checkpoint; and unpacking reruns
+the trainings without training again."""
+
+import pytest
+from workflow_helpers import (
+    assert_same_results,
+    at,
+    finished_tiny_pipeline,
+    make_workdir,
+    planned_jobs,
+    snakemake,
+    tiny_config,
+    write_config,
+)
+
+pytestmark = pytest.mark.workflow
+
+MEMBERS = ("quiet", "noisy")
+# The train stage's outputs of both experiments: what a pack's job makes.
+TRAINED = [f"results/{name}/{out}" for name in MEMBERS for out in ("model", "history.zarr")]
+FINISHED = "This configuration finished training earlier"
+
+
+def packed_config(edit=None) -> dict:
+    config = tiny_config()
+    config["resources"] = {"train": {"pack": 2}}
+    if edit:
+        edit(config)
+    return config
+
+
+def log(workdir, name: str) -> str:
+    return (workdir / "results" / "logs" / "train" / f"{name}.log").read_text()
+
+
+def test_a_pack_trains_each_experiment_as_alone_and_an_edit_reruns_only_its_pack(tmp_path):
+    workdir = make_workdir(tmp_path / "packed", packed_config())
+    assert planned_jobs(workdir, *TRAINED) >= {("train_pack_0", "")}
+    assert not {job for job in planned_jobs(workdir, *TRAINED) if job[0] == "train"}
+    snakemake(workdir, *TRAINED)
+    # Each model and history is bitwise what the unpacked pipeline trained (two CPU
+    # devices there, one device here, mapped over the pack).
+    alone = finished_tiny_pipeline()
+    assert_same_results(workdir, alone, list(MEMBERS), ("history.zarr",))
+    for name in MEMBERS:  # the pack's lines, each starting with its experiment's name
+        assert f"{name}: Training 2 replicates" in log(workdir, name)
+
+    # An edit of one member reruns its pack; the other resumes its finished checkpoint.
+    write_config(workdir, packed_config(at("experiments.noisy.override.model.feedback.delay", 2)))
+    assert {rule for rule, _ in planned_jobs(workdir, *TRAINED)} == {"train_pack_0"}
+    snakemake(workdir, *TRAINED)
+    assert f"quiet: {FINISHED}" in log(workdir, "quiet")
+    assert "noisy: Training from the first batch" in log(workdir, "noisy")
+    assert_same_results(workdir, alone, ["quiet"], ("history.zarr",))
+
+    # Unpacked again: the trainings rerun, alone, and each resumes its checkpoint.
+    write_config(workdir, tiny_config())
+    assert planned_jobs(workdir, *TRAINED) == {
+        ("train", "experiment=quiet"),
+        ("train", "experiment=noisy"),
+    }
+    snakemake(workdir, *TRAINED)
+    assert FINISHED in log(workdir, "quiet") and FINISHED in log(workdir, "noisy")
+    assert_same_results(workdir, alone, list(MEMBERS), ("history.zarr",))
+    assert not planned_jobs(workdir, *TRAINED)
+
+
+def test_a_packs_cluster_job_asks_for_what_the_profile_sets_for_training(tmp_path):
+    """The SLURM profile's set-resources name the train rule; a pack's rule takes them
+    (its early-warning signal: a pack checkpoints before its time limit)."""
+    workdir = make_workdir(tmp_path, packed_config())
+    result = snakemake(workdir, "--profile", "profiles/slurm", "--dry-run", *TRAINED)
+    plan = result.stdout + result.stderr
+    job = plan[plan.index("rule train_pack_0:") :]
+    resources = next(line for line in job.splitlines() if line.strip().startswith("resources:"))
+    assert "slurm_extra=--signal=USR1@300" in resources
+    assert "mem_mb=4000" in resources and "runtime=120" in resources
