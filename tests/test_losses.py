@@ -67,7 +67,7 @@ def test_the_loss_config_holds_every_registered_term_with_its_own_defaults():
     config = mf.LossConfig.from_dict({"effort": {"weight": 2.0}})
     assert list(config.terms) == list(mf.LOSS_TERMS)
     for name, term in config.terms.items():
-        assert type(term) is mf.LOSS_TERMS[name] and term.NAME == name
+        assert type(term) is mf.LOSS_TERMS[name] and term.KIND == name
         if name != "effort":
             assert term == mf.LOSS_TERMS[name]()
     assert config.terms["effort"].weight == 2.0

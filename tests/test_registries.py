@@ -6,11 +6,13 @@ from __future__ import annotations
 import typing
 
 import numpy as np
+import pytest
 import xarray as xr
 from workflow_helpers import REPO
 
 import motorflow as mf
 from motorflow._analysis._config import SummaryMetric
+from motorflow._config_base import registry
 from motorflow._metrics import Reach, compute_metrics
 from motorflow.pipeline._cross_experiment_specs import ProtocolMetric
 
@@ -48,13 +50,13 @@ def test_a_new_metric_is_its_class():
     class Straightness(mf.AbstractMetric):
         """Straight-line distance over path length (1: straight)."""
 
-        NAME = "straightness"
+        KIND = "straightness"
         UNITS = "1"
 
         def compute(self, reach: Reach) -> xr.DataArray:
-            return 1 / mf.METRICS["path_length_ratio"].compute(reach)
+            return 1 / mf.METRICS["path_length_ratio"]().compute(reach)
 
-    metrics = compute_metrics(states(), [*mf.METRICS.values(), Straightness()])
+    metrics = compute_metrics(states(), [*(m() for m in mf.METRICS.values()), Straightness()])
     assert metrics.straightness.attrs["units"] == "1"
     np.testing.assert_allclose(metrics.straightness * metrics.path_length_ratio, 1)
 
@@ -70,7 +72,7 @@ def test_the_analysis_config_holds_each_registered_analysis_with_its_defaults():
     assert list(type(config).model_fields) == [*mf.ANALYSES, "replicate"]
     for name, analysis in mf.ANALYSES.items():
         assert config.analyses[name] == analysis()
-        assert analysis.NAME == name
+        assert analysis.KIND == name
     edited = mf.AnalysisConfig.from_dict({"pca": {"n_components": 2}}, "analysis")
     assert edited.analyses["pca"].n_components == 2
 
@@ -92,3 +94,39 @@ def test_an_analysis_reads_its_settings_from_its_block(tmp_path):
     for n in (2, 4):
         pca = mf.AnalysisConfig.from_dict({"pca": {"n_components": n}}, "analysis").pca
         assert pca.run(inputs).sizes["pc"] == n
+
+
+# Every family: its registry and the base class of its members.
+FAMILIES = {
+    "cells": (mf.CELLS, mf.AbstractCell),
+    "plants": (mf.PLANTS, mf.PlantConfig),
+    "perturbations": (mf.PERTURBATIONS, mf.AbstractPerturbation),
+    "tasks": (mf.TASKS, mf.TaskConfig),
+    "loss terms": (mf.LOSS_TERMS, mf.AbstractLossTerm),
+    "learning rules": (mf.LEARNING_RULES, mf.AbstractLearningRule),
+    "constraints": (mf.CONSTRAINTS, mf.AbstractConstraint),
+    "update rules": (mf.UPDATE_RULES, mf.AbstractUpdateRule),
+    "metrics": (mf.METRICS, mf.AbstractMetric),
+    "analyses": (mf.ANALYSES, mf.AbstractAnalysis),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_registers_its_member_classes_by_kind(family):
+    members, base = FAMILIES[family]
+    assert members
+    for kind, member in members.items():
+        assert isinstance(member, type) and issubclass(member, base), (family, kind)
+        assert member.KIND == kind, (family, kind)
+
+
+def test_a_registry_refuses_a_kind_registered_twice():
+    class Twin(mf.AbstractMetric):
+        KIND = "endpoint_error"
+        UNITS = "m"
+
+        def compute(self, reach):
+            return None
+
+    with pytest.raises(ValueError, match="registered twice"):
+        registry(*mf.METRICS.values(), Twin)

@@ -6,7 +6,9 @@ training, learning rules, analyses and figures. What runs the Snakemake workflow
 
 Families of interchangeable parts are private sub-packages, each a small interface in
 ``_base.py``, a module per member and a registry the config and its schema read. Every
-member is chosen by its name in the config (a `kind`, or a key). A member that is a
+member is chosen by its name in the config (a `kind`, or a key), its class's ``KIND``
+(a config block of several kinds takes it from its `kind` field), and every registry is
+built the same way, ``registry(member, ...)``: kind -> class. A member that is a
 part of the model's pytree (a cell, a plant) is the Equinox module its config block
 builds; a metric, which has no settings, is a plain class; any other member is its
 config block itself, carrying its behaviour. The families: cells (``_cells``,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Self, Union
+from typing import Annotated, Any, ClassVar, Self, TypeVar, Union
 
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
@@ -98,6 +98,16 @@ class Block(BaseModel):
     # A block given in a config replaces this one whole rather than being merged over
     # it (a schedule: `{at: [5]}` means only batch 5, not batch 5 as well).
     replaced_whole: ClassVar[bool] = False
+    # A family member's kind, its registry key (`registry`): a block of a tagged union
+    # declares it as its `kind` field's default, and gets it from there.
+    KIND: ClassVar[str]
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        field = cls.model_fields.get("kind")
+        if field is not None and isinstance(field.default, str):
+            cls.KIND = field.default
 
     @model_validator(mode="before")
     @classmethod
@@ -152,9 +162,20 @@ def _frozen(value: Any) -> Any:
     return value
 
 
-def registry(*members: type[Block]) -> dict[str, type[Block]]:
-    """A family's registry: each member's ``kind`` default -> the member."""
-    return {member.model_fields["kind"].default: member for member in members}
+Member = TypeVar("Member")
+
+
+def registry(*members: type[Member]) -> dict[str, type[Member]]:
+    """A family's registry: each member's ``KIND`` -> the member, in the given order.
+
+    Every family builds its registry so: plants, perturbations, tasks, learning rules,
+    constraints and update rules (config blocks of a tagged union, whose ``KIND`` is
+    their ``kind`` field's default: :class:`Block`), cells, loss terms, metrics and
+    analyses (which declare ``KIND``)."""
+    kinds = [member.KIND for member in members]
+    if len(set(kinds)) != len(kinds):
+        raise ValueError(f"a kind is registered twice: {kinds}")
+    return dict(zip(kinds, members))
 
 
 def tagged_union(members: Sequence[type[Block]], default: str | None = None) -> Any:

@@ -38,10 +38,10 @@ class AnalysisInputs:
 class AbstractAnalysis(Block):
     """One named analysis: its settings under the config's `analysis`, the variables it
     adds to ``analysis.zarr`` and the figure it draws from them
-    (``figures/<experiment>/<NAME>.<format>``)."""
+    (``figures/<experiment>/<KIND>.<format>``)."""
 
     # The analysis's name: its key under `analysis` and its figure's file name.
-    NAME: ClassVar[str]
+    KIND: ClassVar[str]
 
     # Whether the analysis can draw a comparison across experiments (a config's
     # `comparisons`): then it implements `comparison_figure` and `comparison_table`.
@@ -49,7 +49,7 @@ class AbstractAnalysis(Block):
 
     def check(self, experiments: Mapping[str, tuple[ModelConfig, TaskConfig]]) -> None:
         """Raise a :class:`~motorflow._config_errors.ConfigError` (at its key under
-        ``analysis.<NAME>``) where these settings cannot analyse one of the resolved
+        ``analysis.<KIND>``) where these settings cannot analyse one of the resolved
         `experiments` (each one's name -> its model and task): checked with the config,
         before any job runs. By default, nothing to check."""
 
@@ -71,7 +71,7 @@ class AbstractAnalysis(Block):
         """One figure comparing experiments: `analyses` maps each experiment's name (in
         the order the comparison lists them) to its whole analysis store; `replicate` is
         the one drawn where the figure draws a single replicate."""
-        raise NotImplementedError(f"the {cls.NAME} analysis draws no comparison")
+        raise NotImplementedError(f"the {cls.KIND} analysis draws no comparison")
 
     @classmethod
     def comparison_table(
@@ -80,4 +80,4 @@ class AbstractAnalysis(Block):
         """The comparison figure's numbers, one row per experiment and statistic: the
         per-replicate values and their mean with its percentile-bootstrap interval
         across replicates, with a units column."""
-        raise NotImplementedError(f"the {cls.NAME} analysis draws no comparison")
+        raise NotImplementedError(f"the {cls.KIND} analysis draws no comparison")

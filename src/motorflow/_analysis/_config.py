@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import Field
 
-from .._config_base import Block, NonNegativeInt, PositiveInt, PositiveNumber
+from .._config_base import Block, NonNegativeInt, PositiveInt, PositiveNumber, registry
 from .._metrics import METRIC_UNITS
 from ._base import AbstractAnalysis
 from ._fixed_points import FixedPointsAnalysis
@@ -21,10 +21,9 @@ SummaryMetric = Literal[("final_validation_loss", *METRIC_UNITS)]
 
 
 # Every hidden-state analysis by name, in the order of the analysis store's variables.
-ANALYSES: dict[str, type[AbstractAnalysis]] = {
-    analysis.NAME: analysis
-    for analysis in (PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis)
-}
+ANALYSES: dict[str, type[AbstractAnalysis]] = registry(
+    PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis
+)
 
 
 class _Analyses(Block):

@@ -329,7 +329,7 @@ def find_fixed_points(
 class FixedPointsAnalysis(AbstractAnalysis):
     """The search for fixed and slow points of the trained network (Sussillo & Barak 2013)."""
 
-    NAME: ClassVar[str] = "fixed_points"
+    KIND: ClassVar[str] = "fixed_points"
 
     n_starts: Annotated[PositiveInt, Field(le=4096)] = Field(
         16,

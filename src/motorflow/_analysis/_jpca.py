@@ -309,7 +309,7 @@ class JPCAAnalysis(AbstractAnalysis):
     """jPCA (Churchland et al. 2012): how well a rotation explains the hidden dynamics
     across reach directions, against an unconstrained linear fit."""
 
-    NAME: ClassVar[str] = "jpca"
+    KIND: ClassVar[str] = "jpca"
     COMPARES: ClassVar[bool] = True
 
     n_pcs: Annotated[PositiveInt, Field(ge=2, le=20)] = Field(
@@ -340,7 +340,7 @@ class JPCAAnalysis(AbstractAnalysis):
         trials: the fit needs successive states."""
         if self.stop is not None and self.stop <= self.start:
             raise ConfigError(
-                f"analysis.{self.NAME}.stop",
+                f"analysis.{self.KIND}.stop",
                 f"is {self.stop:g} s, not after start ({self.start:g} s); the window runs "
                 "from start to stop: make stop later than start, or null for the trial's end",
             )
@@ -349,7 +349,7 @@ class JPCAAnalysis(AbstractAnalysis):
             stop = end if self.stop is None else min(self.stop, end)
             if (stop - self.start) / model.dt < 3 - 1e-9:
                 raise ConfigError(
-                    f"analysis.{self.NAME}.start",
+                    f"analysis.{self.KIND}.start",
                     f"the window from {self.start:g} s to {stop:g} s holds fewer than 3 steps "
                     f"of experiment {name!r}'s trials ({end:g} s long, dt {model.dt:g}); make "
                     "it start earlier or end later",

@@ -110,7 +110,7 @@ class PCAAnalysis(AbstractAnalysis):
     """Principal components of the hidden trajectories, one space per replicate shared by
     its conditions."""
 
-    NAME: ClassVar[str] = "pca"
+    KIND: ClassVar[str] = "pca"
 
     n_components: Annotated[PositiveInt, Field(le=100)] = Field(
         3,
@@ -124,7 +124,7 @@ class PCAAnalysis(AbstractAnalysis):
             units = model.network.hidden_size
             if self.n_components > units:
                 raise ConfigError(
-                    f"analysis.{self.NAME}.n_components",
+                    f"analysis.{self.KIND}.n_components",
                     f"is {self.n_components}, but experiment {name!r} has "
                     f"network.hidden_size {units}: a PCA has at most as many components as "
                     f"units; lower n_components to {units} or below, or give the model "

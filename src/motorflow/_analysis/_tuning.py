@@ -160,7 +160,7 @@ def preferred_direction_axis(tuning: xr.Dataset, *, min_r_squared: float) -> xr.
 class TuningAnalysis(AbstractAnalysis):
     """Directional tuning: a cosine fit of each unit's activity during movement."""
 
-    NAME: ClassVar[str] = "tuning"
+    KIND: ClassVar[str] = "tuning"
     COMPARES: ClassVar[bool] = True
 
     speed_threshold: Annotated[PositiveNumber, Field(lt=1)] = Field(

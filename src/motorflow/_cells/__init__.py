@@ -6,14 +6,13 @@ network can hold any of them; `CELLS` maps the config's names
 tests (``python -m motorflow docs`` lists it in config/README.md).
 """
 
+from .._config_base import registry
 from ._base import AbstractCell
 from ._gru import GRUCell
 from ._leaky import LeakyCell
 from ._reservoir import ReservoirCell
 from ._vanilla import VanillaCell
 
-CELLS: dict[str, type[AbstractCell]] = {
-    cell.KIND: cell for cell in (GRUCell, VanillaCell, LeakyCell, ReservoirCell)
-}
+CELLS: dict[str, type[AbstractCell]] = registry(GRUCell, VanillaCell, LeakyCell, ReservoirCell)
 
 __all__ = ["CELLS", "AbstractCell", "GRUCell", "LeakyCell", "ReservoirCell", "VanillaCell"]

@@ -43,7 +43,7 @@ class AbstractLossTerm(Block):
     """
 
     # The term's name: its key under the training's `loss` and in the history.
-    NAME: ClassVar[str]
+    KIND: ClassVar[str]
 
     @abc.abstractmethod
     def per_trial(self, rollout: Rollout, targets: Targets, span: Span) -> Float[Array, "*trials"]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pydantic
 
-from .._config_base import Block
+from .._config_base import Block, registry
 from ._base import AbstractLossTerm
 from ._effort import EffortTerm
 from ._final_velocity import FinalVelocityTerm
@@ -13,9 +13,9 @@ from ._hold import HoldTerm
 from ._position import PositionTerm
 
 # Every loss term by name, in the order the history and figures list them.
-LOSS_TERMS: dict[str, type[AbstractLossTerm]] = {
-    term.NAME: term for term in (PositionTerm, FinalVelocityTerm, EffortTerm, HiddenTerm, HoldTerm)
-}
+LOSS_TERMS: dict[str, type[AbstractLossTerm]] = registry(
+    PositionTerm, FinalVelocityTerm, EffortTerm, HiddenTerm, HoldTerm
+)
 
 
 class _Terms(Block):

@@ -14,7 +14,7 @@ from ._base import AbstractLossTerm
 class EffortTerm(AbstractLossTerm):
     """Squared control (force, torques or excitations) summed over time."""
 
-    NAME: ClassVar[str] = "effort"
+    KIND: ClassVar[str] = "effort"
     weight: NonNegativeNumber = Field(
         1e-5,
         description="weight of the squared control (force, torques or excitations), summed "

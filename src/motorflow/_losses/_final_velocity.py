@@ -14,7 +14,7 @@ from ._base import AbstractLossTerm
 class FinalVelocityTerm(AbstractLossTerm):
     """Squared speed at the trial's last step (0 for a segment that does not end it)."""
 
-    NAME: ClassVar[str] = "final_velocity"
+    KIND: ClassVar[str] = "final_velocity"
     weight: NonNegativeNumber = Field(
         1.0,
         description="weight of the squared speed at the last step",

@@ -14,7 +14,7 @@ from ._base import AbstractLossTerm
 class HiddenTerm(AbstractLossTerm):
     """Squared hidden activity summed over time and units."""
 
-    NAME: ClassVar[str] = "hidden"
+    KIND: ClassVar[str] = "hidden"
     weight: NonNegativeNumber = Field(
         1e-5,
         description="weight of the squared hidden activity, summed over time and units",

@@ -16,7 +16,7 @@ class HoldTerm(AbstractLossTerm):
     hold still (before a delayed reach's go cue, every step of a posture trial); 0
     for tasks without a hold."""
 
-    NAME: ClassVar[str] = "hold"
+    KIND: ClassVar[str] = "hold"
     weight: NonNegativeNumber = Field(
         100.0,
         description="weight of the squared distance from the start plus squared speed, summed "

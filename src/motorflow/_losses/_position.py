@@ -16,7 +16,7 @@ class PositionTerm(AbstractLossTerm):
     ``((t+1)/n_steps) ** discount_power``, so that with ``p > 0`` the end of the reach
     dominates; ``p = 0`` weighs every step equally."""
 
-    NAME: ClassVar[str] = "position"
+    KIND: ClassVar[str] = "position"
     weight: NonNegativeNumber = Field(
         1.0,
         description="weight of the squared distance to the goal, summed over time with the "

@@ -1,7 +1,7 @@
 """Reach metrics: named, unit-carrying quantities of each evaluated trial.
 
 Each metric is an :class:`AbstractMetric` (its name, its unit and how it is computed
-from the trial's :class:`Reach` geometry); `METRICS` registers them by name, in the
+from the trial's :class:`Reach` geometry); `METRICS` registers them by kind, in the
 order of the metrics store and tables, and the config's metric choices (sweeps,
 protocols, summary) read it. Adding a metric is its class (in the module of its
 quantity, or its own), its entry in `METRICS` and its tests (config/README.md's
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 import xarray as xr
 
+from .._config_base import registry
 from ._base import AbstractMetric, Reach
 from ._compute import compute_metrics, metrics_table
 from ._endpoint import EndpointError, FinalSpeed
@@ -27,22 +28,19 @@ from ._path import (
 )
 from ._speed import OnsetTime, PeakSpeed, ReactionTime
 
-METRICS: dict[str, AbstractMetric] = {
-    metric.NAME: metric
-    for metric in (
-        EndpointError(),
-        FinalSpeed(),
-        PeakSpeed(),
-        MovementTime(),
-        MaxLateralDeviation(),
-        MaxLateralDistance(),
-        InitialAngleError(),
-        PathLengthRatio(),
-        MaxDisplacement(),
-        OnsetTime(),
-        ReactionTime(),
-    )
-}
+METRICS: dict[str, type[AbstractMetric]] = registry(
+    EndpointError,
+    FinalSpeed,
+    PeakSpeed,
+    MovementTime,
+    MaxLateralDeviation,
+    MaxLateralDistance,
+    InitialAngleError,
+    PathLengthRatio,
+    MaxDisplacement,
+    OnsetTime,
+    ReactionTime,
+)
 
 # Each metric's unit, by name.
 METRIC_UNITS = {name: metric.UNITS for name, metric in METRICS.items()}
@@ -58,7 +56,7 @@ def reach_metrics(
 ) -> xr.Dataset:
     """Every metric of `METRICS` (or those named in `metrics`) of each trial of `states`;
     see :func:`compute_metrics`."""
-    chosen = [METRICS[name] for name in (METRICS if metrics is None else metrics)]
+    chosen = [METRICS[name]() for name in (METRICS if metrics is None else metrics)]
     return compute_metrics(
         states,
         chosen,

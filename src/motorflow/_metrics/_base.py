@@ -98,7 +98,7 @@ class AbstractMetric(abc.ABC):
     """One per-trial metric: its name (the variable in the metrics store and the column
     in the tables), its SI unit (``1`` if dimensionless) and how it is computed."""
 
-    NAME: ClassVar[str]
+    KIND: ClassVar[str]
     UNITS: ClassVar[str]
 
     @abc.abstractmethod

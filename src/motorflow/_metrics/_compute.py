@@ -76,9 +76,9 @@ def compute_metrics(
     for metric in metrics:
         value = metric.compute(reach)
         if value is not None:
-            values[metric.NAME] = value
+            values[metric.KIND] = value
     dataset = xr.Dataset(values).drop_vars("time", errors="ignore")
-    units = {metric.NAME: metric.UNITS for metric in metrics}
+    units = {metric.KIND: metric.UNITS for metric in metrics}
     for name in dataset.data_vars:
         dataset[name].attrs["units"] = units[name]
     dataset.attrs.update(

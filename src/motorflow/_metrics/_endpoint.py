@@ -10,7 +10,7 @@ from ._base import AbstractMetric, Reach
 class EndpointError(AbstractMetric):
     """Distance (m) from the goal at the last time step."""
 
-    NAME = "endpoint_error"
+    KIND = "endpoint_error"
     UNITS = "m"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -20,7 +20,7 @@ class EndpointError(AbstractMetric):
 class FinalSpeed(AbstractMetric):
     """Speed (m/s) at the last time step."""
 
-    NAME = "final_speed"
+    KIND = "final_speed"
     UNITS = "m/s"
 
     def compute(self, reach: Reach) -> xr.DataArray:

@@ -12,7 +12,7 @@ class MovementTime(AbstractMetric):
     """The earliest time (s) from which the position stays within `goal_radius` of that
     step's goal until the end of the trial; NaN if it never settles."""
 
-    NAME = "movement_time"
+    KIND = "movement_time"
     UNITS = "s"
 
     def compute(self, reach: Reach) -> xr.DataArray:

@@ -13,7 +13,7 @@ class MaxLateralDeviation(AbstractMetric):
     start-to-final-goal line, at the step where it is largest in magnitude; positive to
     the left of the reach direction, negative to the right (a tie goes to the left)."""
 
-    NAME = "max_lateral_deviation"
+    KIND = "max_lateral_deviation"
     UNITS = "m"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -29,7 +29,7 @@ class MaxLateralDistance(AbstractMetric):
     that pushes some reaches left and others right (Shadmehr & Mussa-Ivaldi 1994's B)
     averages the signed deviation out over directions; this does not."""
 
-    NAME = "max_lateral_distance"
+    KIND = "max_lateral_distance"
     UNITS = "m"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -41,7 +41,7 @@ class InitialAngleError(AbstractMetric):
     at the first step where it reaches `initial_fraction` of the start-to-goal distance;
     counter-clockwise positive, in (-pi, pi]; NaN if never reached or any offset is NaN."""
 
-    NAME = "initial_angle_error"
+    KIND = "initial_angle_error"
     UNITS = "rad"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -57,7 +57,7 @@ class PathLengthRatio(AbstractMetric):
     """The length of the path travelled over the straight start-to-final-goal distance
     (1 for a straight reach that stops at the goal); NaN if any position is NaN."""
 
-    NAME = "path_length_ratio"
+    KIND = "path_length_ratio"
     UNITS = "1"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -69,7 +69,7 @@ class MaxDisplacement(AbstractMetric):
     """The largest distance (m) of the position from the start over the trial; in a
     posture trial, how far a perturbation pushes the hand."""
 
-    NAME = "max_displacement"
+    KIND = "max_displacement"
     UNITS = "m"
 
     def compute(self, reach: Reach) -> xr.DataArray:

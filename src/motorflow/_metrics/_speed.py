@@ -10,7 +10,7 @@ from ._base import AbstractMetric, Reach, at_first
 class PeakSpeed(AbstractMetric):
     """The highest speed (m/s) over the trial."""
 
-    NAME = "peak_speed"
+    KIND = "peak_speed"
     UNITS = "m/s"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -28,7 +28,7 @@ class OnsetTime(AbstractMetric):
     """The first time (s) at which the speed reaches `onset_fraction` of the trial's peak
     speed; NaN if the peak speed is 0."""
 
-    NAME = "onset_time"
+    KIND = "onset_time"
     UNITS = "s"
 
     def compute(self, reach: Reach) -> xr.DataArray:
@@ -38,7 +38,7 @@ class OnsetTime(AbstractMetric):
 class ReactionTime(AbstractMetric):
     """``onset_time`` minus the trial's ``go_time`` (s); only for states with a go cue."""
 
-    NAME = "reaction_time"
+    KIND = "reaction_time"
     UNITS = "s"
 
     def compute(self, reach: Reach) -> xr.DataArray | None:
