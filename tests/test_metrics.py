@@ -22,6 +22,7 @@ METRIC_NAMES = [
     "path_length_ratio",
     "max_displacement",
     "onset_time",
+    "speed_peaks",
 ]
 
 

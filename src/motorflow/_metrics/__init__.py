@@ -27,6 +27,7 @@ from ._path import (
     PathLengthRatio,
 )
 from ._speed import OnsetTime, PeakSpeed, ReactionTime
+from ._speed_peaks import SpeedPeaks
 
 METRICS: dict[str, type[AbstractMetric]] = registry(
     EndpointError,
@@ -40,6 +41,7 @@ METRICS: dict[str, type[AbstractMetric]] = registry(
     MaxDisplacement,
     OnsetTime,
     ReactionTime,
+    SpeedPeaks,
 )
 
 # Each metric's unit, by name.
