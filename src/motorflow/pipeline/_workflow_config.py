@@ -182,13 +182,14 @@ class TrainResources(StageResources):
 
     pack: PositiveInt = Field(
         1,
-        description="train only: experiments per train job. The experiments without "
-        "`init_from` are cut, in config order, into packs of this many, each trained by "
-        "one job in one process on one device; those of a pack that share a compiled "
-        "program (every setting but the seed equal, as a seed sweep's) train as one call "
-        "per chunk, vmapped over experiments on a GPU. Each result is its run alone's "
-        "(bitwise on the CPU, within float rounding on a GPU). Editing one experiment "
-        "reruns its pack, whose other experiments resume their finished checkpoints",
+        description="train only: experiments per train job. Each sweep's experiments (in "
+        "grid order), then the others, are cut into packs of this many (those with "
+        "`init_from` train alone), each trained by one job in one process on one device; "
+        "those of a pack that share a compiled program (every setting but the seed equal: "
+        "put `seed` last in a grid) train as one call per chunk, vmapped over experiments "
+        "on a GPU. Each result is its run alone's (bitwise on the CPU, within float "
+        "rounding on a GPU). Editing one experiment reruns its pack, whose other "
+        "experiments resume their finished checkpoints",
     )
 
     @model_validator(mode="after")
