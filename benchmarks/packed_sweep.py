@@ -128,7 +128,8 @@ class Utilisation:
     def summary(self) -> str:
         if not self.samples:
             return "n/a (no nvidia-smi)"
-        return f"mean {statistics.fmean(self.samples):.0f}%, median {statistics.median(self.samples):.0f}%"
+        mean, median = statistics.fmean(self.samples), statistics.median(self.samples)
+        return f"mean {mean:.0f}%, median {median:.0f}%"
 
 
 def models(folder: Path, names: list[str]) -> dict:
