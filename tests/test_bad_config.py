@@ -262,6 +262,12 @@ CASES = {
     ),
     "zero threads": (at("resources.train.threads", 0), "resources.train.threads", ["0"]),
     "negative gpus": (at("resources.train.gpus", -1), "resources.train.gpus", ["-1"]),
+    "zero experiments per pack": (at("resources.train.pack", 0), "resources.train.pack", ["0"]),
+    "a pack of another stage": (
+        at("resources.evaluate", {"pack": 2}),
+        "resources.evaluate.pack",
+        ["unknown key 'pack'"],
+    ),
     "gpu model with no gpus": (
         at("resources.train.gpu_model", "a100"),
         "resources.train.gpu_model",

@@ -187,8 +187,8 @@ class TrainResources(StageResources):
         "`init_from` train alone), each trained by one job in one process on one device; "
         "those of a pack that share a compiled program (every setting but the seed equal: "
         "put `seed` last in a grid) train as one call per chunk, vmapped over experiments "
-        "on a GPU. Each result is its run alone's (bitwise on the CPU, within float "
-        "rounding on a GPU). Editing one experiment reruns its pack, whose other "
+        "on a GPU. Each result is its run alone's (bitwise on the CPU; on a GPU expected "
+        "within float rounding, not yet measured). Editing one experiment reruns its pack, whose other "
         "experiments resume their finished checkpoints",
     )
 
