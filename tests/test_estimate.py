@@ -7,8 +7,8 @@ from conftest import raises_config_error
 from workflow_helpers import at, make_workdir, snakemake, tiny_config
 
 import motorflow.pipeline as mfp
-from motorflow.pipeline._estimate import check_fits
-from motorflow.pipeline._estimate import warnings as memory_warnings
+from motorflow.pipeline._preflight import check_fits
+from motorflow.pipeline._preflight import warnings as memory_warnings
 
 GiB = 2**30
 ROOMY = {"memory": 2 * GiB, "disk_free": 2**40}

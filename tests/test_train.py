@@ -129,6 +129,38 @@ def test_resuming_after_interruptions_equals_an_uninterrupted_run(
     )
 
 
+COMPILED: list[str] | None = None  # the programs compiled while a test records them
+
+
+def _record_compile(event: str, duration: float, *, fun_name: str = "", **_) -> None:
+    if COMPILED is not None and event == "/jax/core/compile/backend_compile_duration":
+        COMPILED.append(fun_name)
+
+
+jax.monitoring.register_event_duration_secs_listener(_record_compile)
+
+
+def test_a_resumed_run_calls_the_programs_its_fresh_run_compiled(tiny, tmp_path):
+    """Restored arrays are committed to a device, and JAX compiles a program for
+    committed arguments apart from one for uncommitted ones: a fresh run's state is
+    committed too, so that resuming compiles no training program again (it compiled
+    the chunk, validation and best-parameter programs a second time, 3-7 s each)."""
+    global COMPILED
+    setup = tiny(n_batches=20)
+    with pytest.raises(Interrupt):
+        setup.train(checkpoint_dir=tmp_path, on_log=interrupt_at(10))
+    COMPILED = []
+    try:
+        resumed = setup.train(checkpoint_dir=tmp_path)
+        jax.jit(lambda x: x * 3)(jnp.arange(5.0))  # a new program: the recording works
+    finally:
+        compiled, COMPILED = COMPILED, None
+    assert resumed.record["resumed_from_batch"] == 10
+    assert compiled[-1] == "jit(<lambda>)"
+    again = [name for name in compiled if name in ("jit(run_chunk)", "jit(validate)")]
+    assert not again, compiled
+
+
 def test_a_finished_run_reruns_from_its_final_checkpoint(tiny, tmp_path, caplog):
     setup = tiny()
     first = setup.train(checkpoint_dir=tmp_path)

@@ -216,7 +216,9 @@ def training_steps(
     trainer = Trainer(ensemble, task, config, constraint_key=jax.random.fold_in(key, 2))
     plan = TrainingPlan(config)
     noise_key, validation_key = jax.random.split(key)
-    state = trainer.init(key=noise_key, learning_key=jax.random.fold_in(key, 3))
+    state = trainer.layout.place(
+        trainer.init(key=noise_key, learning_key=jax.random.fold_in(key, 3))
+    )
     if initial_opt_state is not None:
         state = eqx.tree_at(lambda s: s.opt_state, state, initial_opt_state)
     parameters = parameter_table(trainer.initial_params)

@@ -39,10 +39,18 @@ class ReplicateLayout(eqx.Module):
         return cls(n_replicates, n_devices * math.ceil(n_replicates / n_devices), mesh)
 
     def place(self, tree: Any) -> Any:
-        """Put `tree` whole on every device of the mesh (e.g. state restored on one device)."""
+        """Put `tree`'s arrays whole on every device of the mesh (e.g. state restored on
+        one device); without a mesh, on the first device, committed there as a restored
+        state is (``motorflow._orbax.restore_target``). A fresh run and a resumed one then
+        call the same compiled programs: JAX compiles a program for uncommitted arguments
+        and another for committed ones, so a resumed run compiled every program again."""
         if self.mesh is None:
-            return tree
-        return jax.device_put(tree, NamedSharding(self.mesh, PartitionSpec()))
+            sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+        else:
+            sharding = NamedSharding(self.mesh, PartitionSpec())
+        return jax.tree.map(
+            lambda leaf: jax.device_put(leaf, sharding) if eqx.is_array(leaf) else leaf, tree
+        )
 
     def spread(self, tree: Any, *, axis: int = 0) -> Any:
         """Inside a compiled function: pad `axis` to `n_padded` and split it over the mesh."""

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from ._datasets import StoreError, open_dataset, read_states, write_dataset
     from ._describe import describe_experiment
     from ._devices import claim_gpus, use_devices, visible_gpus
-    from ._estimate import Estimate, estimate, pack_memory, preflight
+    from ._estimate import Estimate, estimate
+    from ._preflight import pack_memory, preflight
     from ._experiments import (
         RESERVED_NAMES,
         Experiment,

@@ -130,7 +130,7 @@ def check(paths: Sequence[str]) -> int:
     what is allowed) when it is not; 2 when the check itself fails (a bug, never a traceback)."""
     from .._config_errors import ConfigError, problems
     from ._check import check_config, read_config
-    from ._estimate import preflight
+    from ._preflight import preflight
     from ._results_folder import check_results_owner, results_folder
 
     files = ", ".join(paths)

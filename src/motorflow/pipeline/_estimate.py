@@ -2,9 +2,8 @@
 memory of its train and evaluate jobs, computed from the config alone (array shapes
 traced with ``jax.eval_shape``, which starts no JAX backend), before any job runs.
 
-A config whose estimate cannot fit (more memory than the machine has and the job asks
-for, more disk than is free) is refused with the key that drives it, so Snakemake never
-deletes or reruns a complete result for a run that would fail on its size.
+Each estimate names the key that drives it, for the preflight's refusal of a config
+that cannot fit (:mod:`._preflight`).
 
 The memory model is empirical: a JAX process's fixed footprint, plus what backpropagation
 through the rollout keeps per replicate, trial, step and unit, plus a multiple of the
@@ -21,9 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
-import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,8 +32,6 @@ from .._config_errors import ConfigError
 from .._model._ensemble import make_ensemble
 from .._tasks import Task
 from ._experiment_checks import trial_spec_bytes
-from ._sweeps import grid_points
-from ._train_packs import train_packs
 
 if TYPE_CHECKING:
     from ._experiments import Experiment
@@ -85,8 +80,8 @@ class Estimate:
     def sizes(self) -> str:
         """Its disk and both jobs' peak memory, in words."""
         return (
-            f"writes ~{_size(self.total_disk)}, train peak ~{_size(self.train_memory)}, "
-            f"evaluate peak ~{_size(self.evaluate_memory)}"
+            f"writes ~{size_text(self.total_disk)}, train peak ~{size_text(self.train_memory)}, "
+            f"evaluate peak ~{size_text(self.evaluate_memory)}"
         )
 
     def line(self) -> str:
@@ -94,7 +89,7 @@ class Estimate:
         return f"{self.experiment}: {self.sizes()}"
 
 
-def _size(n: float) -> str:
+def size_text(n: float) -> str:
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
         if n >= scale:
             return f"{n / scale:,.1f} {unit}"
@@ -278,163 +273,4 @@ def estimate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) ->
     ]
 
 
-def machine_memory() -> int:
-    """Bytes of memory of this machine (or of its container's limit, when lower)."""
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            text = Path(limit).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            total = min(total, int(text))
-    return total
-
-
-def free_disk(folder: str | Path) -> int:
-    """Free bytes on the file system that holds `folder` (or its nearest existing parent)."""
-    path = Path(folder).absolute()
-    while not path.exists():
-        path = path.parent
-    return shutil.disk_usage(path).free
-
-
-def folder_size(folder: str | Path) -> int:
-    """Bytes of the files under `folder` (0 when it does not exist)."""
-    return sum(f.stat().st_size for f in Path(folder).rglob("*") if f.is_file())
-
-
-def pack_memory(
-    estimates: list[Estimate],
-    experiments: Mapping[str, Experiment],
-    packs: list[tuple[str, ...]],
-) -> list[tuple[tuple[str, ...], int]]:
-    """Each train pack (:func:`train_packs`) and its job's peak memory: one process's
-    base (the largest of its plants') and each member's own part."""
-    by_name = {item.experiment: item for item in estimates}
-    found = []
-    for pack in packs:
-        bases = [experiments[name].model.plant.TRAIN_BASE_MEMORY for name in pack]
-        own = sum(by_name[name].train_memory - base for name, base in zip(pack, bases))
-        found.append((pack, max(bases) + own))
-    return found
-
-
-def _pack_name(pack: tuple[str, ...]) -> str:
-    return f"the pack {pack[0]} .. {pack[-1]} ({len(pack)} experiments)"
-
-
-def check_fits(
-    estimates: list[Estimate],
-    settings: WorkflowConfig,
-    *,
-    memory: int,
-    disk_free: int,
-    rewritten: int | Callable[[], int] = 0,
-    packs: list[tuple[tuple[str, ...], int]] = (),
-) -> None:
-    """Raise a :class:`ConfigError` naming the key that drives the first estimate that
-    cannot fit: a job's peak above both the `memory` of this machine and the memory the
-    job asks for (``resources.<stage>.mem_mb``), or the whole config's disk above
-    `disk_free` plus the `rewritten` bytes of a previous run that its jobs replace.
-    `rewritten` may be a function giving them, called only where `disk_free` alone
-    cannot hold the run: measuring a large results folder takes seconds, and every
-    Snakemake run checks. A train pack's job (`packs`, :func:`pack_memory`) above both
-    names ``resources.train.pack``."""
-    for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
-        asked = getattr(settings.resources, stage).mem_mb * 10**6
-        allowed = max(memory, asked)
-        for item in estimates:
-            need = getattr(item, attribute)
-            if need > allowed:
-                path, value = item.drivers[attribute]
-                raise ConfigError(
-                    path,
-                    f"with this value ({value:,}) the {stage} job of experiment "
-                    f"{item.experiment!r} would need about {_size(need)} of memory, more "
-                    f"than this machine has ({_size(memory)}) and than "
-                    f"resources.{stage}.mem_mb asks for ({_size(asked)}); make it smaller, "
-                    f"or run where the memory is and raise resources.{stage}.mem_mb",
-                )
-    asked = settings.resources.train.mem_mb * 10**6
-    for pack, need in packs:
-        if need > max(memory, asked):
-            raise ConfigError(
-                "resources.train.pack",
-                f"with this value ({settings.resources.train.pack:,}) the train job of "
-                f"{_pack_name(pack)} would need about {_size(need)} of memory, more than "
-                f"this machine has ({_size(memory)}) and than resources.train.mem_mb asks "
-                f"for ({_size(asked)}); make it smaller, or run where the memory is and "
-                "raise resources.train.mem_mb",
-            )
-    total = sum(item.total_disk for item in estimates)
-    if total > disk_free and total > disk_free + (
-        rewritten() if callable(rewritten) else rewritten
-    ):
-        item = max(estimates, key=lambda e: e.total_disk)
-        path, value = item.drivers["disk"]
-        raise ConfigError(
-            path,
-            f"with this value ({value:,}) the config would write about {_size(total)} "
-            f"(experiment {item.experiment!r} alone {_size(item.total_disk)}), but only "
-            f"{_size(disk_free)} is free there; make it smaller or free some disk",
-        )
-
-
-def warnings(
-    estimates: list[Estimate],
-    settings: WorkflowConfig,
-    packs: list[tuple[tuple[str, ...], int]] = (),
-) -> list[str]:
-    """A line per job (an experiment's, or a train pack's: `packs`) whose estimated peak
-    is above the memory it asks for (SLURM would kill it; a local run goes on)."""
-    asked = settings.resources.train.mem_mb * 10**6
-    lines = [
-        f"{_pack_name(pack)}: its train job may need ~{_size(need)}, more than "
-        f"resources.train.mem_mb ({_size(asked)}): raise it for SLURM"
-        for pack, need in packs
-        if need > asked
-    ]
-    for stage, attribute in (("train", "train_memory"), ("evaluate", "evaluate_memory")):
-        asked = getattr(settings.resources, stage).mem_mb * 10**6
-        lines += [
-            f"{item.experiment}: the {stage} job may need ~{_size(getattr(item, attribute))}, "
-            f"more than resources.{stage}.mem_mb ({_size(asked)}): raise it for SLURM"
-            for item in estimates
-            if getattr(item, attribute) > asked
-        ]
-    return lines
-
-
-__all__ = [
-    "Estimate",
-    "check_fits",
-    "estimate",
-    "folder_size",
-    "free_disk",
-    "machine_memory",
-    "pack_memory",
-    "preflight",
-]
-
-
-def preflight(
-    settings: WorkflowConfig, experiments: Mapping[str, Experiment], results: str | Path
-) -> tuple[list[Estimate], list[str]]:
-    """Each experiment's estimate and the warnings (see :func:`warnings`) for a run that
-    writes to the `results` folder; raises a :class:`ConfigError` naming the key that
-    drives an estimate this machine cannot hold (see :func:`check_fits`)."""
-    estimates = estimate(settings, experiments)
-    sweeps = {name: grid_points(name, sweep) for name, sweep in settings.sweeps.items()}
-    packs = pack_memory(
-        estimates, experiments, train_packs(experiments, settings.resources.train.pack, sweeps)
-    )
-    check_fits(
-        estimates,
-        settings,
-        memory=machine_memory(),
-        disk_free=free_disk(results),
-        rewritten=lambda: folder_size(results),
-        packs=packs,
-    )
-    return estimates, warnings(estimates, settings, packs)
+__all__ = ["Estimate", "estimate", "estimate_experiment"]

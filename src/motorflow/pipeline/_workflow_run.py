@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from .._config_errors import ConfigError, problems
 from ._check import CheckedConfig, check_config, read_config
-from ._estimate import preflight
+from ._preflight import preflight
 from ._invocation import note_workflow_command
 from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
 from ._results_folder import check_results_owner, mark_results_owner, results_folder
