@@ -12,7 +12,8 @@ machine may be shared. Usage:
 
     python benchmarks/sweep_scale.py [--cores 2] [--sizes 100 1000]
 
-A run of 1,000 takes about half an hour on 2 cores; run nothing beside it.
+A run of 1,000 takes about three and a half hours on 2 cores (benchmarks/README.md); run
+nothing beside it, and give it --folder so that a stopped run can be finished.
 """
 
 from __future__ import annotations
@@ -67,18 +68,23 @@ def _size(path: Path) -> tuple[int, int]:
     return len(files), sum(p.stat().st_size for p in files)
 
 
-def measure(parent: Path, size: int, cores: int, cache: Path) -> dict[str, object]:
+def measure(
+    parent: Path, size: int, cores: int, cache: Path, options: tuple[str, ...] = ()
+) -> dict[str, object]:
+    """The dry run's and the run's costs of the sweep of `size` (`options`: more of
+    Snakemake's, e.g. its scheduler)."""
     workdir, config = _workdir(parent, size, cache)
     n_experiments = size + 1  # the grid and its base
-    dry_wall, dry_cpu, _ = _snakemake(workdir, config, cores, "all", "--dry-run")
+    dry_wall, dry_cpu, _ = _snakemake(workdir, config, cores, "all", "--dry-run", *options)
     print(f"{size}: dry run {dry_wall:.1f} s", flush=True)
     load_before = os.getloadavg()[0]
-    wall, cpu, own = _snakemake(workdir, config, cores, "all")
+    wall, cpu, own = _snakemake(workdir, config, cores, "all", *options)
     results = workdir / "results"
     n_files, n_bytes = _size(results)
     figures = results / "figures"
     return {
         "experiments": n_experiments,
+        "options": " ".join(options),
         "dry_run_wall_s": round(dry_wall, 1),
         "dry_run_cpu_s": round(dry_cpu, 1),
         "wall_s": round(wall, 1),
@@ -99,16 +105,40 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument(
+        "--scheduler", choices=["ilp", "greedy"], nargs="+", default=[None],
+        help="Snakemake's job scheduler; several: each size is run once with each, in turn "
+        "(default: the profile's)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--folder", type=Path, default=None,
+        help="an empty folder to run in, kept afterwards (a failed or stopped run can then "
+        "be finished with snakemake in its sweep-<size> folder); default: a temporary one",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.folder is not None:
+        args.folder.mkdir(parents=True, exist_ok=True)
+        if any(args.folder.iterdir()):
+            sys.exit(f"--folder {args.folder} is not empty: give an empty or new folder")
+        _run(args.folder, args)
+        return
     with tempfile.TemporaryDirectory(prefix="motorflow-sweep-scale-") as folder:
-        parent = Path(folder)
-        cache = parent / "jax_cache"
-        # Warm the compilation cache with the sweep's one experiment shape.
-        warm, config = _workdir(parent, 100, cache)
-        _snakemake(warm, config, args.cores, "results/base/metrics.zarr")
-        shutil.rmtree(warm)
-        for size in args.sizes:
-            print(json.dumps(measure(parent, size, args.cores, cache)), flush=True)
+        _run(Path(folder), args)
+
+
+def _run(parent: Path, args: argparse.Namespace) -> None:
+    """Warm the cache, then measure each size in `parent`."""
+    cache = parent / "jax_cache"
+    # Warm the compilation cache with the sweep's one experiment shape.
+    warm, config = _workdir(parent, 100, cache)
+    _snakemake(warm, config, args.cores, "results/base/metrics.zarr")
+    shutil.rmtree(warm)
+    for size in args.sizes:
+        for scheduler in args.scheduler:
+            options = () if scheduler is None else ("--scheduler", scheduler)
+            run = parent / (scheduler or "profile")
+            run.mkdir(exist_ok=True)
+            print(json.dumps(measure(run, size, args.cores, cache, options)), flush=True)
 
 
 if __name__ == "__main__":

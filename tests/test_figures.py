@@ -764,3 +764,36 @@ def test_trajectory_and_speed_legends_cover_no_goal_path_or_curve(states):
                     assert not box.count_contains(points)
     labels = [t.get_text() for t in plot_trajectories(states).legends[0].get_texts()]
     assert labels == ["goal", "start"]
+
+
+def test_comparison_draws_no_alignment_where_every_rule_is_bptt():
+    # BPTT's alignment is 1 wherever recorded: a flat line that says nothing. A rule that
+    # differs gets its panel, with a line style of its own per trained array.
+    values = {"a": comparison_values(4, 1.0), "b": comparison_values(3, 2.0, seed=1)}
+    summary = summarise(values, {"a": 0, "b": 0}, key=jax.random.key(0))
+    steps, groups = [0, 10, 20], [f"network.array{i}" for i in range(6)]
+
+    def alignment_of(n, value):
+        cosine = np.full((6, 3, n), value)
+        cosine[:, 1, :] = np.nan  # a validation step without the alignment
+        coords = {"group": groups, "validation_step": steps, "replicate": np.arange(n)}
+        return xr.DataArray(cosine, dims=("group", "validation_step", "replicate"), coords=coords)
+
+    curves = {
+        name: xr.DataArray(
+            np.ones((3, n)), dims=("validation_step", "replicate"),
+            coords={"validation_step": steps, "replicate": np.arange(n)},
+        )
+        for name, n in [("a", 4), ("b", 3)]
+    }  # fmt: skip
+    bptt = {"a": alignment_of(4, 1.0), "b": alignment_of(3, 1.0)}
+    fig = plot_comparison(values, summary, curves=curves, alignment=bptt)
+    assert not any(drawn(ax, "alignment curve") for ax in fig.axes)
+    assert all(ax.get_ylabel() != "cosine with the BPTT gradient (1)" for ax in fig.axes)
+    mixed = {"a": alignment_of(4, 1.0), "b": alignment_of(3, 0.4)}
+    fig = plot_comparison(values, summary, curves=curves, alignment=mixed)
+    (ax,) = [ax for ax in fig.axes if drawn(ax, "alignment curve")]
+    lines = drawn(ax, "alignment curve")
+    assert len(lines) == 6 and all(line.get_color() == "C1" for line in lines)  # b's only
+    # Six dash patterns (matplotlib names custom ones all "--"; the pattern tells them apart).
+    assert len({str(line._dash_pattern) for line in lines}) == 6

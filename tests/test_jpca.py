@@ -149,7 +149,7 @@ def test_the_figure_draws_each_trial_in_the_plane(replicate):
     (ax,) = figure.axes[:1]
     assert len(ax.lines) == N_TRIALS
     ratio = float(result.jpca_r2_ratio.isel(replicate=replicate, condition=0))
-    assert ax.get_title().endswith(f"= {ratio:.2f}")
+    assert ax.get_title().endswith(f"ratio {ratio:.2f}")
 
 
 def test_the_plane_is_turned_so_its_largest_excursion_along_jpc2_is_positive():
@@ -236,7 +236,7 @@ def test_the_comparison_figure_draws_a_rosette_per_experiment_and_the_fits():
         assert ax.get_title().startswith(name)
         assert len(ax.lines) == N_TRIALS + 1  # a trace per reach and the origin's cross
     ratio = float(analyses["rotation"].jpca_r2_ratio.isel(replicate=1, condition=0))
-    assert rosettes[0].get_title().endswith(f"= {ratio:.2f}")
+    assert rosettes[0].get_title().endswith(f"ratio {ratio:.2f}")
     assert [tick.get_text() for tick in fits.get_xticklabels()] == list(analyses)
     # Every replicate's three values and its shuffle control, per experiment.
     assert sum(len(c.get_offsets()) for c in fits.collections) == 2 * 2 * 4

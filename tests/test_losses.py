@@ -83,3 +83,18 @@ def test_each_term_scores_each_trial_on_its_own():
         assert per_trial.shape == (3,), name
     effort = mf.EffortTerm().per_trial(rollout, targets, Span.whole(rollout))
     np.testing.assert_allclose(effort, [4 * 2 * 9.0, 0.0, 4 * 2 * 9.0])
+
+
+def test_a_term_counts_in_a_task_only_where_it_can_add_to_its_loss():
+    # What `motorflow info` lists among the loss weights.
+    from motorflow._losses import HoldTerm, PositionTerm
+    from motorflow._tasks import TASKS
+
+    holding = [kind for kind, task in TASKS.items() if task.holds()]
+    assert sorted(holding) == ["delayed_reach", "posture"]
+    assert HoldTerm().counts_in(TASKS["posture"]) and HoldTerm().counts_in(TASKS["delayed_reach"])
+    assert not HoldTerm().counts_in(TASKS["reach"])
+    assert not HoldTerm(weight=0).counts_in(TASKS["posture"])
+    assert PositionTerm().counts_in(TASKS["reach"]) and not PositionTerm(weight=0).counts_in(
+        TASKS["reach"]
+    )

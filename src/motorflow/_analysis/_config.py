@@ -24,6 +24,7 @@ SummaryMetric = Literal[("final_validation_loss", *METRIC_UNITS)]
 ANALYSES: dict[str, type[AbstractAnalysis]] = registry(
     PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis
 )
+"""Every hidden-state analysis's name (a key under `analysis`) to its class."""
 
 
 class _Analyses(Block):
@@ -44,6 +45,8 @@ AnalysisConfig = pydantic.create_model(
         Field(0, description="the replicate drawn in the PCA, fixed-point and jPCA figures"),
     ),
 )
+"""The config's `analysis` block, a pydantic model with a field per analysis of
+`ANALYSES` and the `replicate` its figures draw."""
 
 
 class StatisticsConfig(Block):

@@ -14,5 +14,6 @@ from ._reservoir import ReservoirCell
 from ._vanilla import VanillaCell
 
 CELLS: dict[str, type[AbstractCell]] = registry(GRUCell, VanillaCell, LeakyCell, ReservoirCell)
+"""Every cell kind (a network's `cell`) to its class."""
 
 __all__ = ["CELLS", "AbstractCell", "GRUCell", "LeakyCell", "ReservoirCell", "VanillaCell"]

@@ -127,6 +127,11 @@ def _comparison_legend(fig: Figure, confidence: float, *, paired: bool, contrast
     fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize="small")
 
 
+def _differs_from_bptt(cosine: xr.DataArray) -> bool:
+    """Whether a gradient alignment `cosine` is anything but 1 (or missing) somewhere."""
+    return bool((cosine.notnull() & (cosine != 1.0)).any())
+
+
 def plot_comparison(
     values: dict[str, xr.Dataset],
     summary: xr.Dataset,
@@ -164,8 +169,9 @@ def plot_comparison(
       if given, a last column shows them against batch (its lower cell stays empty).
     - `alignment`: each experiment's gradient alignment `(group, validation_step,
       replicate)` (the history's ``gradient_alignment``), keyed like `values` (an
-      experiment without it left out; colours match the curves' when `curves` has the
-      same experiments); drawn below the curves, or in a column of its own.
+      experiment without it, or whose alignment is 1 wherever recorded (BPTT's), left
+      out; colours match the curves' when `curves` has the same experiments); drawn
+      below the curves, or in a column of its own.
     - `trials_per_batch`, `seconds_per_batch`: per experiment (those without are left
       out), with `curves`: a column each draws the curves against the trials trained
       and against the training's seconds (batches times the run's median seconds per
@@ -181,7 +187,9 @@ def plot_comparison(
     paired = summary.paired.sel(experiment=names, reference=names).values
     adjacent_paired = [bool(paired[index + 1, index]) for index in range(len(names) - 1)]
     n_rows = 2 if contrasts else 1
-    alignment = {name: a for name, a in (alignment or {}).items() if a.size}
+    # Only where a rule's update differs from the BPTT gradient: a line at 1 (BPTT itself)
+    # carries no information, and a comparison of BPTT trainings gets no alignment panel.
+    alignment = {name: a for name, a in (alignment or {}).items() if _differs_from_bptt(a)}
     below_curves = curves is not None and contrasts
     budgets = [
         (per_batch, label)

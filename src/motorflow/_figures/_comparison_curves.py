@@ -78,7 +78,11 @@ def draw_curves(
         )
 
 
-_GROUP_STYLES = ("-", "--", ":", "-.")
+# A line style per trained array: eight that tell apart (a GRU's e-prop trains six).
+_GROUP_STYLES = (
+    "-", "--", ":", "-.",
+    (0, (5, 1)), (0, (1, 3)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2, 1, 2)),
+)  # fmt: skip
 
 
 def draw_alignment(ax: Axes, alignment: Mapping[str, xr.DataArray], order: list[str]) -> None:

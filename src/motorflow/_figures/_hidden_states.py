@@ -233,6 +233,16 @@ def draw_jpc_paths(ax: Axes, paths: np.ndarray, colors, **start_style) -> None:
     square_limits(ax, paths.reshape(-1, 2))
 
 
+def fits_in_words(skew: float, best: float, ratio: float) -> str:
+    """jPCA's two fits said in words: the share of the states' change (R² of their first
+    differences) that a rotation explains, that any linear dynamics explain, and the
+    ratio of the two (Michaels et al. 2016's R²_skew / R²_best)."""
+    return (
+        f"rotation explains {skew:.0%} of the change,\n"
+        f"any linear dynamics {best:.0%}: ratio {ratio:.2f}"
+    )
+
+
 def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
     """One replicate's hidden trajectories in its top jPC plane, a panel per condition,
     coloured by goal angle, as Churchland et al. (2012, Fig. 3) draw them: starts are
@@ -264,12 +274,10 @@ def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figur
         ax.set_xlabel("jPC1 (a.u.)")
         ax.set_ylabel("jPC2 (a.u.)")
         ax.set_title(
-            f"{condition_label(jpca, condition)}\n"
-            f"R² rotation {skew:.2f} / linear {best:.2f} = {ratio:.2f}",
+            f"{condition_label(jpca, condition)}\n{fits_in_words(skew, best, ratio)}",
             fontsize="medium",
         )
-    start = Line2D([], [], ls="", marker="o", ms=4, color="0.3", label="start of the window")
-    fig.legend(handles=[start], loc="outside lower center", fontsize="small")
     add_angle_colorbar(fig, axes)
-    suptitle(fig, f"{title} jPCA (replicate {replicate})".strip())
+    # What the dots mean, in the title: a legend below the panels met their axis labels.
+    suptitle(fig, f"{title} jPCA (replicate {replicate}; dots: the window's start)".strip())
     return fig

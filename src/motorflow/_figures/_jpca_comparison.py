@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ._hidden_states import draw_jpc_paths
+from ._hidden_states import draw_jpc_paths, fits_in_words
 from ._style import add_angle_colorbar, angle_colors, by_condition, no_data, suptitle
 
 # The statistics of the right-hand panel: the store's variable, label and colour.
@@ -42,11 +42,8 @@ def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
     colors = angle_colors(analysis.goal_angle)
     draw_jpc_paths(ax, paths, colors, s=14, edgecolor="k", lw=0.4)
     ax.plot(0, 0, "k+", ms=6)
-    ax.set_title(
-        f"{name}\nR² skew {float(one.jpca_r2_skew):.2f} / best {float(one.jpca_r2_best):.2f}"
-        f" = {float(one.jpca_r2_ratio):.2f}",
-        fontsize="medium",
-    )
+    fits = (float(one[f"jpca_r2_{fit}"]) for fit in ("skew", "best", "ratio"))
+    ax.set_title(f"{name}\n{fits_in_words(*fits)}", fontsize="medium")
 
 
 def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:

@@ -15,6 +15,7 @@ from .._config_base import Block
 if TYPE_CHECKING:
     from .._model._episode import Targets
     from .._model._loop import Rollout
+    from .._tasks import TaskConfig
 
 
 class Span(eqx.Module):
@@ -49,3 +50,9 @@ class AbstractLossTerm(Block):
     def per_trial(self, rollout: Rollout, targets: Targets, span: Span) -> Float[Array, "*trials"]:
         """The term's value for each trial (the leading dims of `rollout`)."""
         raise NotImplementedError
+
+    def counts_in(self, task: type[TaskConfig]) -> bool:
+        """Whether the term can add to the loss of trials of the task kind `task` (a
+        weight of 0 adds nothing); what a report of the loss's weights lists. Every
+        term declares its `weight`."""
+        return self.weight > 0

@@ -16,6 +16,7 @@ from ._position import PositionTerm
 LOSS_TERMS: dict[str, type[AbstractLossTerm]] = registry(
     PositionTerm, FinalVelocityTerm, EffortTerm, HiddenTerm, HoldTerm
 )
+"""Every loss term's name (its key under a training's `loss`) to its config block."""
 
 
 class _Terms(Block):
@@ -37,3 +38,4 @@ LossConfig = pydantic.create_model(
     """,
     **{name: (term, term()) for name, term in LOSS_TERMS.items()},
 )
+"""The training's `loss` block, a pydantic model with a field per term of `LOSS_TERMS`."""

@@ -24,6 +24,9 @@ class HoldTerm(AbstractLossTerm):
         "a posture trial (0 for reaches)",
     )
 
+    def counts_in(self, task):
+        return self.weight > 0 and task.holds()
+
     def per_trial(self, rollout, targets, span):
         if targets.hold is None:
             return jnp.zeros(rollout.pos.shape[:-2], rollout.pos.dtype)

@@ -43,6 +43,7 @@ METRICS: dict[str, type[AbstractMetric]] = registry(
     ReactionTime,
     SpeedPeaks,
 )
+"""Every reach metric's name (its variable in `metrics.zarr`) to its class."""
 
 # Each metric's unit, by name.
 METRIC_UNITS = {name: metric.UNITS for name, metric in METRICS.items()}

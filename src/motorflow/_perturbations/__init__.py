@@ -17,6 +17,7 @@ from ._windows import FeedbackOffset, ForcePulse
 PERTURBATIONS: dict[str, type[AbstractPerturbation]] = registry(
     CurlField, ViscousField, ConstantField, ForcePulse, FeedbackOffset, TargetJump
 )
+"""Every perturbation kind (a perturbation block's `kind`) to its config block."""
 # One perturbation block of a config: a registered kind, chosen by its `kind` key.
 AnyPerturbation = tagged_union(list(PERTURBATIONS.values()))
 

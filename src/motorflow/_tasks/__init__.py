@@ -26,6 +26,7 @@ from ._trials import CenterOut, Trials
 TASKS: dict[str, type[TaskConfig]] = registry(
     ReachConfig, CenterOutTaskConfig, DelayedReachConfig, PostureConfig
 )
+"""Every task kind (a task's `kind`) to its config block."""
 # One `tasks.<name>` block: a registered kind, chosen by its `kind` key (default reach).
 AnyTaskConfig = tagged_union(list(TASKS.values()), default="reach")
 _ADAPTER = pydantic.TypeAdapter(AnyTaskConfig)

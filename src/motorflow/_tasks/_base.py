@@ -112,6 +112,11 @@ class TaskConfig(Block):
         or `None` if there are none (the loss's ``hold`` term measures them)."""
         return None
 
+    @classmethod
+    def holds(cls) -> bool:
+        """Whether this kind's trials have steps to hold still (it overrides :meth:`hold`)."""
+        return cls.hold is not TaskConfig.hold
+
     @abc.abstractmethod
     def reach_points(self) -> list[tuple[float, float]]:
         """Positions the plant must be able to reach for this task: every start, goal

@@ -41,7 +41,8 @@ def schema_text() -> str:
     return SCHEMA_HEADER + yaml.safe_dump(config_json_schema(), sort_keys=False, width=88)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser, and each subcommand's by name."""
     parser = argparse.ArgumentParser(
         prog="motorflow",
         description="Check configs; inspect and export motorflow's trained experiments.",
@@ -97,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help=f"the file whose generated sections are written (default {README})",
     )
-    return parser
+    return parser, commands.choices
 
 
 def docs(readme: str, check: bool) -> int:
@@ -180,8 +181,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """`argv`'s command and its arguments, options and positionals in any order.
+
+    argparse fills a command's positionals run by run between its options, so ``export
+    DIR --replicate 0 OUT`` would leave OUT over: a command with words left is parsed
+    again on its own, intermixed (its positionals wherever they stand).
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser, commands = _parser()
+    args, rest = parser.parse_known_args(argv)
+    if not rest:
+        return args
+    words = argv[argv.index(args.command) + 1 :]
+    return commands[args.command].parse_intermixed_args(
+        words, namespace=argparse.Namespace(command=args.command)
+    )
+
+
 def _run(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     if args.command == "check":
         return check(args.config)
     # Known now to be a command to run: only now the heavy imports.

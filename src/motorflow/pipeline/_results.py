@@ -14,8 +14,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .._losses import LossConfig
 from .._metrics import METRIC_UNITS
 from .._model._saved_ensembles import load_training_record
+from .._tasks import TASKS
 from ._datasets import StoreError, opened_store
 
 HISTORY = "history.zarr"
@@ -104,7 +106,14 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     perturbations = [p["kind"] for p in task.get("perturbations", [])]
     network, feedback, plant = model["network"], model["feedback"], model["plant"]
     optimizer = training["optimizer"]
-    weights = ", ".join(f"{term} {term_['weight']:g}" for term, term_ in training["loss"].items())
+    # The terms that can add to this task's loss: not those of weight 0, nor the hold
+    # term of a task that never holds.
+    terms = LossConfig.model_validate(training["loss"]).terms
+    weights = ", ".join(
+        f"{name} {terms[name].weight:g}"
+        for name in training["loss"]
+        if terms[name].counts_in(TASKS[task["kind"]])
+    )
     lines = [
         f"task: {task['kind']}, {task['n_steps']} steps of {model['dt']:g} s, "
         f"perturbations: {', '.join(perturbations) or 'none'}",
@@ -116,7 +125,7 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
         f"x {training['batch_size']} trials, {optimizer['name']} learning rate "
         f"{optimizer['learning_rate']:g} ({optimizer['schedule']['kind']}), "
         f"trains {', '.join(training['trainable'])}",
-        f"loss weights: {weights}",
+        f"loss weights: {weights or 'none'}",
         f"seed: {settings['seed']}",
     ]
     if settings.get("init_from"):

@@ -22,6 +22,7 @@ from ._dale import Dale
 CONSTRAINTS: dict[str, type[AbstractConstraint]] = registry(
     Dale, Connectivity, SpectralRadius, SpectralNorm
 )
+"""Every weight constraint kind (a training's `constraints` entry) to its config block."""
 # One constraint block of a config: a registered kind, chosen by its `kind` key.
 AnyConstraint = tagged_union(list(CONSTRAINTS.values()))
 

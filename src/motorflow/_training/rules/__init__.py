@@ -24,6 +24,7 @@ from ._rls import RLS, rls_update
 from ._targets import minimum_jerk, target_outputs
 
 LEARNING_RULES = registry(BPTT, TruncatedBPTT, EProp, RLS)
+"""Every learning rule kind (a training's `learning.kind`) to its config block."""
 AnyLearningRule = tagged_union(tuple(LEARNING_RULES.values()), default="bptt")
 
 __all__ = [

@@ -27,6 +27,7 @@ from ._hebbian import Hebbian
 from ._oja import Oja
 
 UPDATE_RULES: dict[str, type[AbstractUpdateRule]] = registry(Hebbian, Oja)
+"""Every update rule kind (a training's `update_rules` entry) to its config block."""
 # One update rule block of a config: a registered kind, chosen by its `kind` key.
 AnyUpdateRule = tagged_union(list(UPDATE_RULES.values()))
 
