@@ -797,3 +797,24 @@ def test_comparison_draws_no_alignment_where_every_rule_is_bptt():
     assert len(lines) == 6 and all(line.get_color() == "C1" for line in lines)  # b's only
     # Six dash patterns (matplotlib names custom ones all "--"; the pattern tells them apart).
     assert len({str(line._dash_pattern) for line in lines}) == 6
+
+
+@pytest.mark.parametrize(("low", "high"), [(1.1, 1.9), (0.3, 0.9), (2.0, 7.5)])
+def test_a_log_axis_within_a_decade_still_labels_several_values(low, high):
+    # With minor ticks at 2 and 5 times each power of ten only, such an axis showed one
+    # tick label or none (the loss panels of small terms).
+    from motorflow._figures._style import log_scale_if_possible
+
+    fig = Figure()
+    ax = fig.subplots()
+    values = np.linspace(low, high, 20)
+    ax.plot(values)
+    log_scale_if_possible(ax, values)
+    FigureCanvasAgg(fig).draw()
+    labels = [
+        tick.label1.get_text()
+        for tick in [*ax.yaxis.get_major_ticks(), *ax.yaxis.get_minor_ticks()]
+        if tick.label1.get_visible() and tick.label1.get_text()
+        and low * 0.9 <= tick.get_loc() <= high * 1.1
+    ]
+    assert ax.get_yscale() == "log" and len(labels) >= 3, labels

@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator
+from matplotlib.ticker import LogFormatterSciNotation, LogLocator
 
 ANGLE_CMAP = "hsv"  # cyclic, and unlike "twilight" never fades into a white background
 TRAIN_COLOR = "tab:blue"
@@ -56,7 +56,13 @@ def log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
         # Minor ticks at 2 and 5 times each power of ten, not at every integer multiple
         # (matplotlib's): as readable, and each tick is an artist that the layout and
         # the drawing measure, most of a loss figure's time on a span of many decades.
-        ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        # Within two decades those leave one or two labels (or none): there every
+        # integer multiple gets a tick, and the minor ticks are labelled (all of them
+        # within a decade, some within two; matplotlib's default labels them within one).
+        short = finite.max() < 100 * finite.min()
+        subs = tuple(float(k) for k in range(2, 10)) if short else (2.0, 5.0)
+        ax.yaxis.set_minor_locator(LogLocator(subs=subs))
+        ax.yaxis.set_minor_formatter(LogFormatterSciNotation(minor_thresholds=(2, 1)))
     elif nonzero.size:
         ax.set_yscale("symlog", linthresh=float(nonzero.min()))
 
