@@ -29,14 +29,13 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
     matplotlib.use("Agg")
     results = finished_tiny_pipeline() / "results"
     drawn: dict[str, Figure] = {}
-    saved = stages.save_figure
 
     def keep(figure, path, *, dpi):
         drawn[Path(path).as_posix()] = figure
         figure.set_dpi(dpi)
 
-    stages.save_figure = keep
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stages, "save_figure", keep)
         for name in EXPERIMENTS:
             stages.experiment_figures(
                 history_path=results / name / "history.zarr",
@@ -71,8 +70,6 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
             options={"dpi": 40},
             title="noise",
         )
-    finally:
-        stages.save_figure = saved
     return drawn
 
 

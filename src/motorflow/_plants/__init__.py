@@ -14,7 +14,6 @@ from ._integrate import METHODS, step
 from ._muscles import MuscleArm, MuscleArmConfig, MuscleArmState
 from ._point_mass import PointMass, PointMassConfig, PointMassState
 
-# The registry: a plant's config `kind` -> its settings class (whose `build` makes it).
 # Adding a plant is one module with the plant and its config, plus one line here.
 PLANTS: dict[str, type[PlantConfig]] = registry(PointMassConfig, ArmConfig, MuscleArmConfig)
 """Every plant kind (a model's `plant.kind`) to its config block, which builds the plant."""
