@@ -12,6 +12,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/packs.smk"
 
 
 rule all:

@@ -10,10 +10,11 @@ share, and what the run left: files and bytes under results/, the summary table'
 the comparison and sweep figures' sizes. CPU-seconds as well as wall time, since the
 machine may be shared. Usage:
 
-    python benchmarks/sweep_scale.py [--cores 2] [--sizes 100 1000]
+    python benchmarks/sweep_scale.py [--cores 2] [--sizes 100 1000] [--pack 1 20]
 
-A run of 1,000 takes about three and a half hours on 2 cores (benchmarks/README.md); run
-nothing beside it, and give it --folder so that a stopped run can be finished.
+A run of 1,000 with a job per experiment and stage (`--pack 1`) takes about three and a
+half hours on 2 cores (benchmarks/README.md); with packs of 20 far less. Run nothing
+beside it, and give it --folder so that a stopped run can be finished.
 """
 
 from __future__ import annotations
@@ -33,8 +34,13 @@ from sweep_startup import _SNAKEMAKE, _cpu_children
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _workdir(parent: Path, size: int, cache: Path) -> tuple[Path, Path]:
-    """A copy of the workflow with the sweep's config (its compilation cache `cache`)."""
+# The stages whose jobs take packs of experiments (resources.<stage>.pack).
+PACKED_STAGES = ("train", "evaluate", "analysis", "figures")
+
+
+def _workdir(parent: Path, size: int, cache: Path, pack: int = 1) -> tuple[Path, Path]:
+    """A copy of the workflow with the sweep's config (its compilation cache `cache`;
+    `pack` experiments per job of each per-experiment stage)."""
     workdir = parent / f"sweep-{size}"
     workdir.mkdir()
     shutil.copy(ROOT / "Snakefile", workdir)
@@ -42,7 +48,11 @@ def _workdir(parent: Path, size: int, cache: Path) -> tuple[Path, Path]:
         shutil.copytree(ROOT / folder, workdir / folder)
     config = (ROOT / "benchmarks" / "configs" / f"sweep-{size}.yaml").read_text()
     path = workdir / "config.yaml"
-    path.write_text(f"{config}\njax_cache_dir: {json.dumps(str(cache))}\nresults: results\n")
+    packs = json.dumps({stage: {"pack": pack} for stage in PACKED_STAGES})
+    path.write_text(
+        f"{config}\njax_cache_dir: {json.dumps(str(cache))}\nresults: results\n"
+        f"resources: {packs}\n"
+    )
     return workdir, path
 
 
@@ -69,11 +79,11 @@ def _size(path: Path) -> tuple[int, int]:
 
 
 def measure(
-    parent: Path, size: int, cores: int, cache: Path, options: tuple[str, ...] = ()
+    parent: Path, size: int, cores: int, cache: Path, options: tuple[str, ...] = (), pack: int = 1
 ) -> dict[str, object]:
     """The dry run's and the run's costs of the sweep of `size` (`options`: more of
-    Snakemake's, e.g. its scheduler)."""
-    workdir, config = _workdir(parent, size, cache)
+    Snakemake's, e.g. its scheduler; `pack`: experiments per job of each stage)."""
+    workdir, config = _workdir(parent, size, cache, pack)
     n_experiments = size + 1  # the grid and its base
     dry_wall, dry_cpu, _ = _snakemake(workdir, config, cores, "all", "--dry-run", *options)
     print(f"{size}: dry run {dry_wall:.1f} s", flush=True)
@@ -85,6 +95,7 @@ def measure(
     return {
         "experiments": n_experiments,
         "options": " ".join(options),
+        "pack": pack,
         "dry_run_wall_s": round(dry_wall, 1),
         "dry_run_cpu_s": round(dry_cpu, 1),
         "wall_s": round(wall, 1),
@@ -111,6 +122,11 @@ def main() -> None:
         "(default: the profile's)",
     )  # fmt: skip
     parser.add_argument(
+        "--pack", type=int, nargs="+", default=[1],
+        help="experiments per job of each per-experiment stage (resources.<stage>.pack); "
+        "several: each size is run once with each, in turn",
+    )  # fmt: skip
+    parser.add_argument(
         "--folder", type=Path, default=None,
         help="an empty folder to run in, kept afterwards (a failed or stopped run can then "
         "be finished with snakemake in its sweep-<size> folder); default: a temporary one",
@@ -135,10 +151,12 @@ def _run(parent: Path, args: argparse.Namespace) -> None:
     shutil.rmtree(warm)
     for size in args.sizes:
         for scheduler in args.scheduler:
-            options = () if scheduler is None else ("--scheduler", scheduler)
-            run = parent / (scheduler or "profile")
-            run.mkdir(exist_ok=True)
-            print(json.dumps(measure(run, size, args.cores, cache, options)), flush=True)
+            for pack in args.pack:
+                options = () if scheduler is None else ("--scheduler", scheduler)
+                run = parent / f"{scheduler or 'profile'}-pack{pack}"
+                run.mkdir(exist_ok=True)
+                result = measure(run, size, args.cores, cache, options, pack)
+                print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

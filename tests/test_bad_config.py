@@ -263,9 +263,10 @@ CASES = {
     "zero threads": (at("resources.train.threads", 0), "resources.train.threads", ["0"]),
     "negative gpus": (at("resources.train.gpus", -1), "resources.train.gpus", ["-1"]),
     "zero experiments per pack": (at("resources.train.pack", 0), "resources.train.pack", ["0"]),
-    "a pack of another stage": (
-        at("resources.evaluate", {"pack": 2}),
-        "resources.evaluate.pack",
+    "zero figures per pack": (at("resources.figures.pack", 0), "resources.figures.pack", ["0"]),
+    "a pack of the trial specs": (
+        at("resources.trials", {"pack": 2}),
+        "resources.trials.pack",
         ["unknown key 'pack'"],
     ),
     "gpu model with no gpus": (

@@ -3,6 +3,7 @@ read Snakemake's own job object; the command's text changes with the script."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from snakemake.iocontainers import InputFiles, OutputFiles, Params, ResourceList, Wildcards
 
 import motorflow.pipeline as mfp
-from motorflow.pipeline._job import Job, Names
+from motorflow.pipeline._job import Job, Names, run_job
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -103,6 +104,77 @@ def test_a_job_in_a_process_of_its_own_exits_with_its_scripts_status(tmp_path):
     )
     assert done.returncode == 4, done.stderr
     assert (tmp_path / "out.txt").read_text() == "quiet"
+
+
+def test_a_pack_member_reads_as_its_own_job_would():
+    """A pack's job (resources.<stage>.pack) runs each member as its own job: the
+    member's script sees the files, names and params its own job's script would."""
+    alone = Job.from_command(
+        mfp.describe_job("train", params=PARAMS, threads=2, **SNAKEMAKE), ["own.log"]
+    )
+    member = mfp.PackMember(
+        "quiet",
+        input={"trials": "trials.zarr", "histories": ["h1.zarr", "h2.zarr"], "init": [],
+               "eval": "eval.zarr"},
+        output={"model": "model", "history": "history.zarr", f"{mfp.UNNAMED_FILE}2": "extra.txt"},
+        params=PARAMS,
+        log=["own.log"],
+        run={"jax_cache_dir": "cache"},
+    )  # fmt: skip
+    other = mfp.PackMember("noisy", input={}, output={}, params={}, log=["other.log"])
+    text = mfp.describe_pack("train", [member, other], threads=2, resources={"gpu": 0})
+    parts = json.loads(text)
+    assert (parts["threads"], parts["resources"]["values"]) == (2, [0])  # what the client reads
+    packed = Job.from_parts(parts["members"][0], parts["members"][0]["log"])
+    assert (packed.rule, packed.threads, list(packed.log), packed.run) == (
+        "train", 2, ["own.log"], {"jax_cache_dir": "cache"}
+    )  # fmt: skip
+    for ours, theirs in (
+        (packed.input, alone.input),
+        (packed.output, alone.output),
+        (packed.params, alone.params),
+        (packed.wildcards, alone.wildcards),
+    ):
+        assert list(ours) == list(theirs) and ours.spans() == theirs.spans()
+    assert packed.input.histories == ["h1.zarr", "h2.zarr"] and not packed.input.init
+    assert "#2" not in packed.output.keys() and packed.output[2] == "extra.txt"
+
+
+def pack_script(tmp_path):
+    (tmp_path / "stage.py").write_text(
+        "import sys\n"
+        "open(snakemake.output[0], 'w').write(snakemake.wildcards.experiment)\n"
+        "print('ran', snakemake.wildcards.experiment)\n"
+        "sys.exit(int(snakemake.params.status))\n"
+    )
+    return str(tmp_path / "stage.py")
+
+
+def pack_of(tmp_path, statuses):
+    members = [
+        mfp.PackMember(
+            name,
+            input={},
+            output={f"{mfp.UNNAMED_FILE}0": str(tmp_path / f"{name}.txt")},
+            params={"status": str(status)},
+            log=[str(tmp_path / f"{name}.log")],
+        )
+        for name, status in statuses.items()
+    ]
+    return mfp.describe_pack("stage", members, threads=1, resources={"gpu": 0})
+
+
+def test_a_pack_runs_its_members_in_order_and_stops_at_the_first_that_fails(tmp_path, capfd):
+    script = pack_script(tmp_path)
+    assert run_job(script, pack_of(tmp_path, {"a": 0, "b": 0}), []) == 0
+    assert capfd.readouterr().out.split() == ["ran", "a", "ran", "b"]
+    assert (tmp_path / "a.txt").read_text() == "a" and (tmp_path / "b.txt").read_text() == "b"
+
+    status = run_job(script, pack_of(tmp_path, {"c": 0, "d": 3, "e": 0}), [])
+    out, err = capfd.readouterr()
+    assert status == 3 and out.split() == ["ran", "c", "ran", "d"]
+    assert not (tmp_path / "e.txt").exists()  # the member after the failure never ran
+    assert f"stage of d failed in its pack (exit status 3); its log: {tmp_path / 'd.log'}" in err
 
 
 def test_a_job_of_a_thousand_experiments_runs_from_one_shell_command(tmp_path):

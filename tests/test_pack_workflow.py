@@ -1,7 +1,8 @@
-"""Train packs end to end (``resources.train.pack``): the real `snakemake` trains the
-tiny config's two experiments in one job, each exactly as trained alone; an edit of one
+"""Packs end to end (``resources.<stage>.pack``): the real `snakemake` trains the tiny
+config's two experiments in one job, each exactly as trained alone; an edit of one
 reruns its pack, where the other resumes its finished checkpoint; and unpacking reruns
-the trainings without training again."""
+the trainings without training again. Every stage packed makes every file the
+unpacked pipeline makes, with the same contents."""
 
 import pytest
 from workflow_helpers import (
@@ -77,3 +78,45 @@ def test_a_packs_cluster_job_asks_for_what_the_profile_sets_for_training(tmp_pat
     resources = next(line for line in job.splitlines() if line.strip().startswith("resources:"))
     assert "slurm_extra=--signal=USR1@300" in resources
     assert "mem_mb=4000" in resources and "runtime=120" in resources
+
+
+EVERY_STAGE = {stage: {"pack": 2} for stage in ("train", "evaluate", "analysis", "figures")}
+# The rules of an experiment's jobs alone.
+ALONE = {"train", "evaluate", "analysis", "experiment_figures", "analysis_figures"}
+
+
+def files_below(folder):
+    return {path.relative_to(folder) for path in folder.rglob("*") if path.is_file()}
+
+
+def test_every_stage_packed_makes_the_unpacked_pipelines_files(tmp_path):
+    config = tiny_config()
+    config["resources"] = EVERY_STAGE
+    workdir = make_workdir(tmp_path / "packed", config)
+    # One job per stage for both experiments, none of an experiment alone.
+    rules = {rule for rule, wildcards in planned_jobs(workdir)}
+    assert {f"{rule}_pack_0" for rule in ("train", "evaluate", "analysis")} <= rules
+    assert {"experiment_figures_pack_0", "analysis_figures_pack_0"} <= rules
+    assert not rules & ALONE
+    snakemake(workdir)
+    alone = finished_tiny_pipeline()
+    stores = ("history.zarr", "states.zarr", "metrics.zarr", "analysis.zarr")
+    assert_same_results(workdir, alone, list(MEMBERS), stores)
+    for name in MEMBERS:
+        table = f"results/{name}/metrics.csv"
+        assert (workdir / table).read_text() == (alone / table).read_text()
+        assert f"Wrote results/{name}/states.zarr" in (workdir / f"results/logs/evaluate/{name}.log").read_text()
+    # The same figures and logs (a pack's benchmark record is its own).
+    for folder in ("results/figures", "results/logs"):
+        assert files_below(workdir / folder) == files_below(alone / folder)
+    assert not planned_jobs(workdir)
+
+    # An edit of one experiment reruns its packs, and no experiment's job alone.
+    edit = at("experiments.noisy.override.model.feedback.delay", 2)
+    config = tiny_config()
+    edit(config)
+    config["resources"] = EVERY_STAGE
+    write_config(workdir, config)
+    rules = {rule for rule, _ in planned_jobs(workdir)}
+    assert {"evaluate_pack_0", "analysis_pack_0", "experiment_figures_pack_0"} <= rules
+    assert not rules & ALONE

@@ -55,6 +55,25 @@ def test_an_experiment_that_starts_from_another_is_in_no_pack():
     assert packs(mfp.check_config(config), 2) == [("quiet", "late")]
 
 
+def test_a_later_stages_packs_take_what_its_rule_makes_and_chained_experiments_too():
+    """The packs of evaluate, analysis and figures (packs.smk) are cut as the train
+    packs, among the experiments their rule makes files for (the arm figure's: those
+    with an arm), and an experiment that starts from another is packed: it waits for
+    nothing at those stages but its own training."""
+    config = tiny_config()
+    config["experiments"]["noisy"]["init_from"] = "quiet"
+    config["sweeps"] = {"seeds": {"experiment": "quiet", "grid": {"seed": [1, 2, 3]}}}
+    checked_config = mfp.check_config(config)
+    names = list(checked_config.experiments)
+    seeds = [f"seeds-seed{seed}" for seed in (1, 2, 3)]
+    assert mfp.stage_packs(names, 2, checked_config.sweeps) == [
+        tuple(seeds[:2]),
+        ("quiet", "noisy"),
+    ]  # the sweep's last seed alone
+    assert mfp.stage_packs(["quiet", *seeds[1:]], 2, checked_config.sweeps) == [tuple(seeds[1:])]
+    assert mfp.stage_packs(names, 1, checked_config.sweeps) == []
+
+
 def test_an_edit_of_one_experiment_changes_no_pack():
     before = checked(2)
     config = tiny_config()
@@ -107,8 +126,8 @@ def test_a_pack_on_several_gpus_is_refused_naming_the_key():
     config["resources"] = {"train": {"pack": 4, "gpus": 2}}
     with pytest.raises(mf.ConfigError, match=r"resources\.train\.pack.*one device"):
         mfp.check_config(config)
-    config["resources"] = {"evaluate": {"pack": 4}}
-    with pytest.raises(mf.ConfigError, match=r"resources\.evaluate\.pack"):
+    config["resources"] = {"trials": {"pack": 4}}
+    with pytest.raises(mf.ConfigError, match=r"resources\.trials\.pack"):
         mfp.check_config(config)
 
 

@@ -12,6 +12,9 @@ rule analysis:
         f"{RESULTS}/logs/analysis/{{experiment}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/analysis/{{experiment}}.tsv"
+    # The experiments of this rule's packs (resources.<stage>.pack) are packs.smk's.
+    wildcard_constraints:
+        experiment=unpacked("analysis"),
     threads: stage_threads("analysis")
     resources:
         **job_resources("analysis"),
@@ -40,6 +43,9 @@ rule analysis_figures:
         },
     log:
         f"{RESULTS}/logs/figures/analysis-{{experiment}}.log",
+    # The experiments of this rule's packs (resources.<stage>.pack) are packs.smk's.
+    wildcard_constraints:
+        experiment=unpacked("analysis_figures"),
     threads: stage_threads("figures")
     resources:
         **job_resources("figures"),

@@ -216,20 +216,44 @@ def stage_threads(stage):
     return getattr(SETTINGS.resources, stage).threads
 
 
-def job_resources(stage):
+def job_resources(stage, jobs=1):
     """A stage's `resources:` as Snakemake and its SLURM executor name them: memory,
-    runtime (minutes), `gpu` (what `--resources gpu=N` limits and the job claims),
-    and the optional SLURM keys `gpu_model`, `gres` and `slurm_partition`."""
+    runtime (minutes; a pack of `jobs` jobs run one after another asks for their sum),
+    `gpu` (what `--resources gpu=N` limits and the job claims), and the optional SLURM
+    keys `gpu_model`, `gres` and `slurm_partition`."""
     settings = getattr(SETTINGS.resources, stage)
     resources = {
         "mem_mb": settings.mem_mb,
-        "runtime": settings.runtime,
+        "runtime": settings.runtime * jobs,
         "gpu": settings.gpus,
     }
     for key in ("gpu_model", "gres", "slurm_partition"):
         if getattr(settings, key):
             resources[key] = getattr(settings, key)
     return resources
+
+
+# The packs of the per-experiment rules after training (resources.<stage>.pack; the
+# train rule's are train.smk's PACKS): per rule, its stage and the experiments it makes
+# files for, cut into packs as mfp.stage_packs cuts them. A packed experiment's job of
+# the rule is its pack's (workflow/rules/packs.smk); the rule itself takes the others.
+PACKED_RULES = {
+    "evaluate": ("evaluate", list(EXPERIMENTS)),
+    "analysis": ("analysis", list(EXPERIMENTS)),
+    "experiment_figures": ("figures", list(EXPERIMENTS)),
+    "analysis_figures": ("figures", list(EXPERIMENTS)),
+    "arm_figure": ("figures", [n for n, e in EXPERIMENTS.items() if mfp.is_arm(e.model)]),
+}
+STAGE_PACKS = {
+    name: mfp.stage_packs(names, getattr(SETTINGS.resources, stage).pack, CHECKED.sweeps)
+    for name, (stage, names) in PACKED_RULES.items()
+}
+
+
+def unpacked(rule):
+    """Rule `rule`'s experiment wildcard: the experiments no pack of it takes."""
+    packed = {name for pack in STAGE_PACKS[rule] for name in pack}
+    return mfp.names_pattern(name for name in EXPERIMENTS if name not in packed)
 
 
 def experiment_report(path, **kwargs):

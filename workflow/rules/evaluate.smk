@@ -12,6 +12,9 @@ rule evaluate:
         f"{RESULTS}/logs/evaluate/{{experiment}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/evaluate/{{experiment}}.tsv"
+    # The experiments of this rule's packs (resources.<stage>.pack) are packs.smk's.
+    wildcard_constraints:
+        experiment=unpacked("evaluate"),
     threads: stage_threads("evaluate")
     resources:
         **job_resources("evaluate"),

@@ -24,6 +24,9 @@ rule experiment_figures:
         ),
     log:
         f"{RESULTS}/logs/figures/{{experiment}}.log",
+    # The experiments of this rule's packs (resources.<stage>.pack) are packs.smk's.
+    wildcard_constraints:
+        experiment=unpacked("experiment_figures"),
     threads: stage_threads("figures")
     resources:
         **job_resources("figures"),
@@ -50,6 +53,9 @@ rule arm_figure:
         ),
     log:
         f"{RESULTS}/logs/figures/arm-{{experiment}}.log",
+    # The experiments of this rule's packs (resources.<stage>.pack) are packs.smk's.
+    wildcard_constraints:
+        experiment=unpacked("arm_figure"),
     threads: stage_threads("figures")
     resources:
         **job_resources("figures"),

@@ -47,7 +47,14 @@ if TYPE_CHECKING:
     )
     from ._grid import grid_point_names
     from ._invocation import job_invocation, note_workflow_command
-    from ._job import describe_job, job_client, job_command
+    from ._job import (
+        UNNAMED_FILE,
+        PackMember,
+        describe_job,
+        describe_pack,
+        job_client,
+        job_command,
+    )
     from ._job_argument import job_argument
     from ._job_settings import (
         evaluate_job_settings,
@@ -87,7 +94,7 @@ if TYPE_CHECKING:
     )
     from ._sweep_size import EACH_EXPERIMENT_UP_TO, shows_each_experiment
     from ._sweeps import grid_points
-    from ._train_packs import train_packs
+    from ._train_packs import stage_packs, train_packs
     from ._train_stage import TrainJob, train_experiment, train_experiments
     from ._warm_workers import WarmWorkers, start_warm_workers
     from ._workflow_config import EvaluationConfig, WorkflowConfig, parse_config
@@ -100,6 +107,7 @@ __all__ = [
     "RESERVED_NAMES",
     "RESULTS_ROOT",
     "SETTING_PARAM_PREFIX",
+    "UNNAMED_FILE",
     "CheckedConfig",
     "CheckpointStore",
     "Checkpoints",
@@ -107,6 +115,7 @@ __all__ = [
     "EvaluationConfig",
     "Experiment",
     "ForeignFilesError",
+    "PackMember",
     "StoreError",
     "SweepSpec",
     "TrainingPreempted",
@@ -130,6 +139,7 @@ __all__ = [
     "config_problems",
     "describe_experiment",
     "describe_job",
+    "describe_pack",
     "drop_last_complete",
     "enable_compilation_cache",
     "estimate",
@@ -179,6 +189,7 @@ __all__ = [
     "setting_param",
     "shows_each_experiment",
     "stage_logging",
+    "stage_packs",
     "start_warm_workers",
     "summary_stage",
     "sweep_figure",

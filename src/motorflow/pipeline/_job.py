@@ -26,7 +26,7 @@ import runpy
 import shlex
 import sys
 import traceback
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,9 @@ from typing import Any
 from ._job_argument import read_job_argument
 
 CLIENT = Path(__file__).with_name("_job_client.py")
+# A pack member's files (:class:`PackMember`) are a mapping; a key starting with this
+# stands for a file its rule leaves unnamed.
+UNNAMED_FILE = "#"
 
 
 def job_client(scripts: str | Path) -> str:
@@ -66,6 +69,20 @@ class Names(list[Any]):
     @classmethod
     def from_mapping(cls, mapping: Mapping[str, Any]) -> Names:
         return cls(mapping.values(), {name: (i, None) for i, name in enumerate(mapping)})
+
+    @classmethod
+    def from_files(cls, files: Mapping[str, Any]) -> Names:
+        """Files by name, in order, as Snakemake's named lists hold them: a list value
+        spans its files, and a name starting with :data:`UNNAMED_FILE` is no name (the
+        file is only at its position)."""
+        values: list[Any] = []
+        spans: dict[str, tuple[int, int | None]] = {}
+        for name, value in files.items():
+            listed = isinstance(value, (list, tuple))
+            if not name.startswith(UNNAMED_FILE):
+                spans[name] = (len(values), len(values) + len(value) if listed else None)
+            values += list(value) if listed else [value]
+        return cls(values, spans)
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -128,7 +145,31 @@ def describe_job(
     would do the same but for grouped jobs: Snakemake refuses a group whose members' text
     resources differ.) The command gets it as ``_job_argument.job_argument`` of it: a
     long one travels in a file."""
-    description = {
+    description = _description(
+        rule,
+        input=input,
+        output=output,
+        params=params,
+        wildcards=wildcards,
+        threads=threads,
+        resources=resources,
+        run=run,
+    )
+    return json.dumps(description, separators=(",", ":"))
+
+
+def _description(
+    rule: str,
+    *,
+    input: Any,
+    output: Any,
+    params: Mapping[str, Any],
+    wildcards: Any,
+    threads: int,
+    resources: Any,
+    run: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
         "rule": rule,
         "input": _named(input),
         "output": _named(output),
@@ -138,7 +179,63 @@ def describe_job(
         "resources": _named(resources),
         "run": dict(run or {}),
     }
-    return json.dumps(description, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class PackMember:
+    """One job of a pack (:func:`describe_pack`) as its own job would see it: its
+    experiment, its files in order by name (:meth:`Names.from_files`: a list value
+    spans several files; a key starting with :data:`UNNAMED_FILE` names none), params,
+    log files and run settings."""
+
+    experiment: str
+    input: Mapping[str, Any]
+    output: Mapping[str, Any]
+    params: Mapping[str, Any]
+    log: Sequence[str]
+    run: Mapping[str, Any] | None = None
+
+
+def describe_pack(
+    rule: str,
+    members: Sequence[PackMember],
+    *,
+    threads: int,
+    resources: Any,
+    run: Mapping[str, Any] | None = None,
+) -> str:
+    """JSON text of a pack's job (``resources.<stage>.pack``): the jobs of rule `rule`
+    of several experiments, run one after another in one process by
+    :func:`run_job`, each as its own job (its script sees exactly what it would see
+    alone, but the pack's `threads` and `resources`). The client and the worker read
+    the pack's own `threads`, `resources` and `run` (its worker key and GPUs)."""
+    own = _description(
+        f"{rule} (pack)",
+        input={},
+        output={},
+        params={},
+        wildcards={},
+        threads=threads,
+        resources=resources,
+        run=run,
+    )
+    own["members"] = [
+        {
+            **_description(
+                rule,
+                input=Names.from_files(member.input),
+                output=Names.from_files(member.output),
+                params=member.params,
+                wildcards={"experiment": member.experiment},
+                threads=threads,
+                resources=resources,
+                run=member.run,
+            ),
+            "log": list(member.log),
+        }
+        for member in members
+    ]
+    return json.dumps(own, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -160,7 +257,11 @@ class Job:
     def from_command(cls, description: str, log: Iterable[str]) -> Job:
         """The job of a rule's command: its description's argument (:func:`describe_job`,
         inline or in a file: ``_job_argument``) and log files."""
-        parts = json.loads(read_job_argument(description))
+        return cls.from_parts(json.loads(read_job_argument(description)), log)
+
+    @classmethod
+    def from_parts(cls, parts: Mapping[str, Any], log: Iterable[str]) -> Job:
+        """The job of a description's parsed JSON (:func:`describe_job`) and log files."""
         named = {
             key: Names(parts[key]["values"], parts[key]["names"])
             for key in ("input", "output", "params", "wildcards", "resources")
@@ -190,9 +291,31 @@ def run_script(script: str, job: Job) -> int:
     return 0
 
 
+def run_job(script: str, description: str, log: Iterable[str]) -> int:
+    """Run the job of a rule's command (`description`, its ``job`` argument, and its
+    `log` files) with `script`, and return its exit status. A pack's job
+    (:func:`describe_pack`) runs each member as its own job, in order, and stops at the
+    first that fails (Snakemake then removes the whole pack's outputs)."""
+    parts = json.loads(read_job_argument(description))
+    if "members" not in parts:
+        return run_script(script, Job.from_parts(parts, log))
+    for member in parts["members"]:
+        status = run_script(script, Job.from_parts(member, member["log"]))
+        if status:
+            experiment = member["wildcards"]["values"][0]
+            print(
+                f"motorflow: {member['rule']} of {experiment} failed in its pack "
+                f"(exit status {status}); its log: {member['log'][0]}",
+                file=sys.stderr,
+                flush=True,
+            )
+            return status
+    return 0
+
+
 def main(argv: list[str]) -> int:
     script, description, *log = argv
-    return run_script(script, Job.from_command(description, log))
+    return run_job(script, description, log)
 
 
 if __name__ == "__main__":

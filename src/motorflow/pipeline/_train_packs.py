@@ -1,5 +1,5 @@
-"""Which experiments a workflow trains together: its train packs
-(``resources.train.pack``)."""
+"""Which experiments one job of a stage takes together: its packs
+(``resources.<stage>.pack``)."""
 
 from __future__ import annotations
 
@@ -26,12 +26,24 @@ def train_packs(
     its seed count, packs whole runs of seeds, which share a compiled program. A run of
     one (the last, or `size` 1) is no pack: that experiment trains alone.
     """
-    groups = [list(names) for names in (sweeps or {}).values()]
-    in_sweeps = {name for names in groups for name in names}
-    groups.append([name for name in experiments if name not in in_sweeps])
+    free = [name for name, experiment in experiments.items() if experiment.init_from is None]
+    return stage_packs(free, size, sweeps)
+
+
+def stage_packs(
+    names: Iterable[str], size: int, sweeps: Mapping[str, Iterable[str]] | None = None
+) -> list[tuple[str, ...]]:
+    """The packs of `size` of the experiments `names` (those a stage's rule makes
+    files for, in config order) that one job each of the stage takes: each sweep's
+    (in grid order), then the others, cut into runs of `size`, as :func:`train_packs`
+    cuts them. A run of one is no pack."""
+    names = list(names)
+    taken = set(names)
+    groups = [[name for name in members if name in taken] for members in (sweeps or {}).values()]
+    in_sweeps = {name for members in groups for name in members}
+    groups.append([name for name in names if name not in in_sweeps])
     packs = []
-    for names in groups:
-        free = [name for name in names if experiments[name].init_from is None]
-        runs = [tuple(free[start : start + size]) for start in range(0, len(free), size)]
+    for members in groups:
+        runs = [tuple(members[start : start + size]) for start in range(0, len(members), size)]
         packs += [run for run in runs if len(run) > 1]
     return packs

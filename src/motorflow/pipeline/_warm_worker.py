@@ -5,7 +5,7 @@ server, for jobs of THREADS threads (its key, ``_job_client.worker_key``): JAX's
 device count is set to that first, so that nothing it imports can start JAX with
 another. It imports what the jobs use once, then for each job it receives takes on the job's
 environment, working directory, stdout and stderr, runs the script as its own
-process would (``_job.run_script``: ``__name__ == "__main__"``, the job's ``_job.Job``
+process would (``_job.run_job``: ``__name__ == "__main__"``, the job's ``_job.Job``
 as the ``snakemake`` of its globals), puts its own back and replies the exit status.
 What a job may change in the process and a later job would see is reset: its import
 path, warning filters (and with them
@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _faults
-from ._job import Job, run_script
+from ._job import run_job
 from ._runtime import LOG_FORMAT
 from ._warm_protocol import SECRET_VARIABLE, SOCKET_VARIABLE, receive, send
 
@@ -203,7 +203,7 @@ def main() -> None:
         cpu, wall = time.process_time(), time.perf_counter()
         try:
             with job_process(job, *fds):
-                status = run_script(job["script"], Job.from_command(job["description"], job["log"]))
+                status = run_job(job["script"], job["description"], job["log"])
         finally:
             for fd in fds:
                 os.close(fd)

@@ -177,19 +177,34 @@ class StageResources(Block):
         return self
 
 
-class TrainResources(StageResources):
+class PackedStageResources(StageResources):
+    """A per-experiment stage's job size, and how many experiments one job takes."""
+
+    pack: PositiveInt = Field(
+        1,
+        description="experiments per job of this stage. Each sweep's experiments (in grid "
+        "order), then the others, are cut into packs of this many, each run by one job, one "
+        "experiment after another, each as its own job would (its own files, logs and "
+        "settings; results bitwise its own job's). A sweep of hundreds of experiments then "
+        "has tens of jobs per stage: Snakemake's own cost grows with its job count (see "
+        "the large sweeps' guide). Editing one experiment reruns its pack of this stage "
+        "(and the stages after it of that pack's experiments); packs differ by stage",
+    )
+
+
+class TrainResources(PackedStageResources):
     """The train stage's job size, and how many experiments a train job trains."""
 
     pack: PositiveInt = Field(
         1,
-        description="train only: experiments per train job. Each sweep's experiments (in "
+        description="experiments per train job. Each sweep's experiments (in "
         "grid order), then the others, are cut into packs of this many (those with "
         "`init_from` train alone), each trained by one job in one process on one device; "
         "those of a pack that share a compiled program (every setting but the seed equal: "
         "put `seed` last in a grid) train as one call per chunk, vmapped over experiments "
         "on a GPU. Each result is its run alone's (bitwise on the CPU; on a GPU expected "
-        "within float rounding, not yet measured). Editing one experiment reruns its pack, whose other "
-        "experiments resume their finished checkpoints",
+        "within float rounding, not yet measured). Editing one experiment reruns its pack, "
+        "whose other experiments resume their finished checkpoints",
     )
 
     @model_validator(mode="after")
@@ -209,9 +224,9 @@ class ResourcesConfig(Block):
 
     trials: StageResources = StageResources(threads=1, mem_mb=2000, runtime=10)
     train: TrainResources = TrainResources(threads=2, mem_mb=4000, runtime=120)
-    evaluate: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
-    figures: StageResources = StageResources(threads=1, mem_mb=1000, runtime=10)
-    analysis: StageResources = StageResources(threads=1, mem_mb=2000, runtime=30)
+    evaluate: PackedStageResources = PackedStageResources(threads=1, mem_mb=2000, runtime=30)
+    figures: PackedStageResources = PackedStageResources(threads=1, mem_mb=1000, runtime=10)
+    analysis: PackedStageResources = PackedStageResources(threads=1, mem_mb=2000, runtime=30)
 
 
 class WorkflowConfig(Block):
