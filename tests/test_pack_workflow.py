@@ -120,3 +120,28 @@ def test_every_stage_packed_makes_the_unpacked_pipelines_files(tmp_path):
     rules = {rule for rule, _ in planned_jobs(workdir)}
     assert {"evaluate_pack_0", "analysis_pack_0", "experiment_figures_pack_0"} <= rules
     assert not rules & ALONE
+
+
+def test_the_arm_figures_pack_only_the_experiments_with_an_arm(tmp_path):
+    """The arm figure's packs take the experiments with an arm, in order; the others
+    have none (packs.smk cuts each rule's packs among the files it makes)."""
+    config = tiny_config()
+    arm = {"kind": "arm", "upper_arm_length": 2.0, "forearm_length": 2.0,
+           "joint_limits_deg": None, "shoulder_pos": [0.0, -2.0]}  # fmt: skip
+    config["models"]["arm"] = {**config["models"]["small"], "plant": arm}
+    for name in ("reach_a", "reach_b"):
+        config["experiments"][name] = {"task": "reach", "model": "arm", "training": "quick"}
+    config["resources"] = {"figures": {"pack": 2}}
+    jobs = planned_jobs(make_workdir(tmp_path, config))
+    assert ("arm_figure_pack_0", "") in jobs
+    assert not {job for job in jobs if job[0] == "arm_figure"}
+    result = snakemake(tmp_path, "--dry-run", "--printshellcmds", "--forceall")
+    plan = result.stdout + result.stderr
+    job = plan[plan.index("rule arm_figure_pack_0:") :]
+    outputs = next(line for line in job.splitlines() if line.strip().startswith("output:"))
+    assert outputs.split(":", 1)[1].strip().split(", ") == [
+        "results/figures/reach_a/arm.png",
+        "results/figures/reach_b/arm.png",
+    ]
+    # The others' figures pack without them: quiet and noisy, then the arms.
+    assert {("experiment_figures_pack_0", ""), ("experiment_figures_pack_1", "")} <= jobs

@@ -29,17 +29,35 @@ UNNAMED = mfp.UNNAMED_FILE
 
 
 def keyed(files):
-    """A rule's files (its input or output), in order, keyed by name (an unnamed
-    file's key is UNNAMED and its index)."""
-    names = {start: name for name, (start, end) in files._get_names()}
-    return {names.get(index, f"{UNNAMED}{index}"): f for index, f in enumerate(files)}
+    """A rule's files (its input or output), in order, keyed by name (a name that
+    spans several files keys their list; an unnamed file's key is UNNAMED and its
+    index)."""
+    spans = dict(files._get_names())
+    covered = {
+        index
+        for start, end in spans.values()
+        for index in range(start, start + 1 if end is None else end)
+    }
+    starts = [(start, name) for name, (start, _) in spans.items()]
+    starts += [(i, f"{UNNAMED}{i}") for i in range(len(files)) if i not in covered]
+    result = {}
+    for start, key in sorted(starts):
+        end = spans[key][1] if key in spans else None
+        result[key] = files[start] if end is None else list(files[start:end])
+    return result
 
 
 def member_inputs(stage_rule, name):
     """The input files rule `stage_rule`'s job of experiment `name` reads, keyed."""
     wildcards = member_wildcards(name)
+
+    def member_input(value):
+        if isinstance(value, list):
+            return [member_input(each) for each in value]
+        return value(wildcards) if callable(value) else value.format(experiment=name)
+
     return {
-        key: value(wildcards) if callable(value) else value.format(experiment=name)
+        key: member_input(value)
         for key, value in keyed(getattr(rules, stage_rule).input).items()
     }
 

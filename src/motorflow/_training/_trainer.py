@@ -355,20 +355,24 @@ class Trainer(eqx.Module):
 
     @shared_program
     def validate(self, params, trials: Trials, key):
-        """Loss per term and total, per replicate, on shared validation `trials`. The
-        replicates are mapped as the training maps them (one after another on the CPU),
-        so a replicate's losses do not depend on how many share its device: a vmap's
-        batched reductions came out an ulp apart on 1 and 2 CPU devices."""
+        """Loss per term and total, per replicate, on shared validation `trials`, padded
+        as a chunk's outputs are (the caller drops the padding on the host:
+        ``layout.unpad``). Each device maps its own replicates as the training does (one
+        after another on the CPU), so a replicate's losses do not depend on how many
+        share its device (a vmap's batched reductions came out an ulp apart on 1 and 2
+        CPU devices), and no program holds a collective."""
+        layout = self.layout
         keys = jax.random.split(key, self.n_replicates)
 
-        def one(replicate_params, frozen, replicate_key):
-            return self._replicate_loss(replicate_params, frozen, trials, replicate_key)
+        def local(params, frozen, keys, trials):
+            return jax.lax.map(
+                lambda xs: self._replicate_loss(xs[0], xs[1], trials, xs[2]),
+                (params, frozen, keys),
+                batch_size=self._replicates_per_step,
+            )
 
-        total, (terms, _) = jax.lax.map(
-            lambda xs: one(*xs),
-            (params, self.frozen, keys),
-            batch_size=self._replicates_per_step,
-        )
+        spread = layout.spread((params, self.frozen, keys))
+        total, (terms, _) = layout.per_device(local, replicated_args=(3,))(*spread, trials)
         return {**terms, "total": total}
 
 

@@ -43,7 +43,8 @@ class Validation:
         frozen there, the best parameters kept), recorded into `history`, and the losses
         (NaN once diverged)."""
         trainer = self.trainer
-        losses = jax.tree.map(np.asarray, trainer.validate(state.params, self.trials, self.key))
+        losses = trainer.layout.unpad(trainer.validate(state.params, self.trials, self.key))
+        losses = jax.tree.map(np.asarray, losses)
         diverged_at = np.asarray(state.diverged_at)
         frozen_here = self.policy.after_validation(diverged_at, losses["total"], batch)
         if frozen_here.any():

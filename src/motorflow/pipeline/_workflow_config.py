@@ -180,32 +180,26 @@ class StageResources(Block):
 class PackedStageResources(StageResources):
     """A per-experiment stage's job size, and how many experiments one job takes."""
 
-    pack: PositiveInt = Field(
+    pack: Annotated[PositiveInt, Field(le=1000)] = Field(
         1,
-        description="experiments per job of this stage. Each sweep's experiments (in grid "
-        "order), then the others, are cut into packs of this many, each run by one job, one "
-        "experiment after another, each as its own job would (its own files, logs and "
-        "settings; results bitwise its own job's). A sweep of hundreds of experiments then "
-        "has tens of jobs per stage: Snakemake's own cost grows with its job count (see "
-        "the large sweeps' guide). Editing one experiment reruns its pack of this stage "
-        "(and the stages after it of that pack's experiments); packs differ by stage",
+        description="experiments per job of this stage (not `trials`). Each sweep's "
+        "experiments (in grid order), then the others, are cut into packs of this many, each "
+        "run by one job in one process: a sweep of hundreds of experiments then has tens of "
+        "jobs per stage, not hundreds (Snakemake's own cost grows with its job count; see "
+        "the large sweeps' guide). `train`: those with `init_from` train alone; a pack "
+        "trains on one device, and its experiments that share a compiled program (every "
+        "setting but the seed equal: put `seed` last in a grid) train as one call per "
+        "chunk, vmapped over experiments on a GPU; each result is its run alone's (bitwise "
+        "on the CPU; on a GPU expected within float rounding, not yet measured). The other "
+        "stages run a pack's experiments one after another, each as its own job would "
+        "(bitwise its results). Editing one experiment reruns its pack of each stage (the "
+        "pack's other trainings resume their finished checkpoints); editing `pack` reruns "
+        "the jobs it regroups. At most 1,000: a job's command names each member's log",
     )
 
 
 class TrainResources(PackedStageResources):
     """The train stage's job size, and how many experiments a train job trains."""
-
-    pack: PositiveInt = Field(
-        1,
-        description="experiments per train job. Each sweep's experiments (in "
-        "grid order), then the others, are cut into packs of this many (those with "
-        "`init_from` train alone), each trained by one job in one process on one device; "
-        "those of a pack that share a compiled program (every setting but the seed equal: "
-        "put `seed` last in a grid) train as one call per chunk, vmapped over experiments "
-        "on a GPU. Each result is its run alone's (bitwise on the CPU; on a GPU expected "
-        "within float rounding, not yet measured). Editing one experiment reruns its pack, "
-        "whose other experiments resume their finished checkpoints",
-    )
 
     @model_validator(mode="after")
     def _a_pack_on_one_device(self) -> TrainResources:
