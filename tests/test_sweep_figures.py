@@ -171,3 +171,67 @@ def test_a_metric_spanning_decades_gets_a_log_axis_and_one_through_zero_does_not
     summary = summarise(values, {name: 0 for name in values}, key=jax.random.key(0))
     (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
     assert ax.get_yscale() == "linear"
+
+
+def seeded_sweep(n_seeds: int, noises=(0.0, 0.1)):
+    """A noise x seed grid (the seed last, as the large sweeps put it)."""
+    points = {
+        f"grid-noise{noise}-seed{seed}": {NOISE: noise, "seed": seed}
+        for noise, seed in itertools.product(noises, range(n_seeds))
+    }
+    values = {
+        name: replicate_values(p[NOISE], 16 + p["seed"]) for name, p in points.items()
+    }
+    summary = summarise(
+        values, {name: 0 for name in values}, key=jax.random.key(0), n_resamples=200
+    )
+    return values, points, summary
+
+
+def test_past_ten_lines_the_seeds_pool_into_a_mean_over_seeds_with_its_interval():
+    """A sweep of 12 seeds drew 12 lines and a legend of 12 entries (at 40 seeds and
+    1,000 experiments, unreadable): past ten lines the seeds are pooled."""
+    values, points, summary = seeded_sweep(12)
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
+    (line,) = drawn(ax, "mean")
+    cells = summary.sel(metric="endpoint_error", condition="null")["mean"]
+    for index, noise in enumerate((0.0, 0.1)):
+        seed_means = cells.sel(experiment=[f"grid-noise{noise}-seed{s}" for s in range(12)])
+        assert line.get_ydata()[index] == pytest.approx(float(seed_means.mean()))
+        (interval,) = drawn(ax, "interval")
+        low, high = interval.get_segments()[index][:, 1]
+        half = 1.96 * float(seed_means.std(ddof=1)) / np.sqrt(12)
+        assert (low, high) == pytest.approx((float(seed_means.mean()) - half,
+                                             float(seed_means.mean()) + half))  # fmt: skip
+    dots = drawn(ax, "replicates")
+    assert [len(d.get_offsets()) for d in dots] == [12, 12]  # a dot per seed
+    labels = [text.get_text() for text in ax.figure.legends[0].get_texts()]
+    assert "mean over the seeds" in labels and not any(lab.startswith("seed") for lab in labels)
+    # Ten seeds or fewer: a line each, as before.
+    values, points, summary = seeded_sweep(3)
+    (ax,) = plot_sweep(values, points, summary, metrics=["endpoint_error"]).axes
+    assert len(drawn(ax, "mean")) == 3
+
+
+def test_a_short_log_axis_labels_no_two_values_on_top_of_each_other():
+    """A short panel within a decade got eight minor labels overlapping (the 1,000
+    experiments' sweep figure): as many as fit its height are labelled."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from motorflow._figures._style import log_scale_if_possible
+
+    fig = Figure(figsize=(4, 1.2), dpi=100)
+    ax = fig.subplots()
+    values = np.linspace(0.03, 0.12, 20)
+    ax.plot(values)
+    log_scale_if_possible(ax, values)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [
+        tick.label1.get_window_extent(renderer)
+        for tick in [*ax.yaxis.get_major_ticks(), *ax.yaxis.get_minor_ticks()]
+        if tick.label1.get_visible() and tick.label1.get_text()
+        and 0.03 <= tick.get_loc() <= 0.12
+    ]  # fmt: skip
+    assert boxes
+    assert not any(a.overlaps(b) for a, b in itertools.combinations(boxes, 2))

@@ -6,12 +6,14 @@ leaves saving to the caller."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import LogFormatterSciNotation, LogLocator
 
 ANGLE_CMAP = "hsv"  # cyclic, and unlike "twilight" never fades into a white background
@@ -43,6 +45,27 @@ def add_angle_colorbar(fig: Figure, axes: Axes | list[Axes]) -> None:
     )
 
 
+class _FittingMinorLabels(LogFormatterSciNotation):
+    """Minor tick labels of a log axis, as many as fit its height: all of those
+    matplotlib would label, else those at 2 and 5 (or 5) times a power of ten, else none (a
+    short panel within a decade got eight labels on top of each other)."""
+
+    def set_locs(self, locs: Any = None) -> None:
+        super().set_locs(locs)
+        if self.axis is None or self._sublabels is None or locs is None:
+            return
+        low, high = sorted(self.axis.get_view_interval())
+        shown = [loc for loc in locs if low <= loc <= high and loc > 0]
+        coefficients = [round(loc / 10 ** np.floor(np.log10(loc))) for loc in shown]
+        figure = self.axis.axes.figure
+        points = FontProperties(size=mpl.rcParams["ytick.labelsize"]).get_size_in_points()
+        room = self.axis.axes.bbox.height / (2.2 * points * figure.dpi / 72)
+        for subset in (set(self._sublabels), {2, 5}, {5}, set()):
+            if sum(coefficient in subset for coefficient in coefficients) <= room - 1:
+                break
+        self._sublabels = subset
+
+
 def log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
     """Log y when every finite value is positive; symlog when some are zero; else linear.
 
@@ -62,7 +85,7 @@ def log_scale_if_possible(ax: Axes, values: np.ndarray) -> None:
         short = finite.max() < 100 * finite.min()
         subs = tuple(float(k) for k in range(2, 10)) if short else (2.0, 5.0)
         ax.yaxis.set_minor_locator(LogLocator(subs=subs))
-        ax.yaxis.set_minor_formatter(LogFormatterSciNotation(minor_thresholds=(2, 1)))
+        ax.yaxis.set_minor_formatter(_FittingMinorLabels(minor_thresholds=(2, 1)))
     elif nonzero.size:
         ax.set_yscale("symlog", linthresh=float(nonzero.min()))
 

@@ -23,6 +23,11 @@ _GROUP_SPREAD = 0.2
 # A numeric setting spanning this factor or more (all positive) gets a log axis, and so
 # do a metric's values.
 _LOG_AXIS_RATIO = 100
+# Past this many lines (the colours of tab10) a grid's seeds are pooled: a line per
+# combination of the other settings, over the seeds' means.
+_MOST_LINES = 10
+# The grid key of the seed (a replication, not a condition).
+_SEED = "seed"
 
 
 def _is_number(value: object) -> bool:
@@ -128,15 +133,32 @@ def _groups(
     return groups
 
 
-def _sweep_legend(fig: Figure, lines: list, confidence: float) -> None:
+def _mean_interval(seed_means: np.ndarray) -> tuple[float, float, float]:
+    """The mean of the seeds' means and its 95% interval, ±1.96 standard errors (no
+    random stream: the seeds are the sample)."""
+    finite = seed_means[np.isfinite(seed_means)]
+    if not finite.size:
+        return (np.nan, np.nan, np.nan)
+    mean = float(finite.mean())
+    half = 1.96 * float(finite.std(ddof=1)) / np.sqrt(finite.size) if finite.size > 1 else 0.0
+    return (mean, mean - half, mean + half)
+
+
+def _sweep_legend(fig: Figure, lines: list, confidence: float, pooled: bool = False) -> None:
     line = mpl.lines.Line2D
+    dot, mean = ("a seed's mean", "mean over the seeds") if pooled else (
+        "a replicate", "mean of the replicates"
+    )
     handles = [
         *lines,
-        line([], [], marker="o", ms=3, ls="none", color="0.4", label="a replicate"),
-        line([], [], marker="o", color="0.4", label="mean of the replicates"),
+        line([], [], marker="o", ms=3, ls="none", color="0.4", label=dot),
+        line([], [], marker="o", color="0.4", label=mean),
         line([], [], marker="|", ms=10, ls="none", color="0.4"),
     ]
-    handles[-1].set_label(f"{confidence:.0%} bootstrap interval")
+    handles[-1].set_label(
+        "95% interval (±1.96 s.e. over seeds)" if pooled
+        else f"{confidence:.0%} bootstrap interval"
+    )
     fig.legend(
         handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize="small"
     )
@@ -158,7 +180,11 @@ def plot_sweep(
     A line per combination of the other grid settings joins the means across
     replicates, with each mean's bootstrap interval as a vertical line, both read from
     `summary`; each replicate is a small dot set slightly aside (sideways by its line,
-    then by replicate) so that none hide each other. A numeric first setting lies on a
+    then by replicate) so that none hide each other. Where that would be more than 10
+    lines and ``seed`` is a grid setting, the seeds are pooled: a line per combination
+    of the other settings joins the means over the seeds of each experiment's mean, with
+    their 95% interval (±1.96 standard errors over the seeds), and each seed's mean is
+    a dot. A numeric first setting lies on a
     numeric axis (by default logarithmic when its positive values span a factor of 100
     or more); any other is drawn as categories in order of appearance. A metric's y
     axis is logarithmic where its values are positive and span a factor of 100 or more
@@ -195,6 +221,9 @@ def plot_sweep(
     marks = dict(marks or {})
     if marks and not axis.numeric:
         raise ValueError(f"marks need numeric swept values, got {swept}")
+    pooled = _SEED in others and len(_groups(points, others)) > _MOST_LINES
+    if pooled:
+        others = [setting for setting in others if setting != _SEED]
     groups = _groups(points, others)
     short = _short_names(others)
     colors = mpl.colormaps["tab10"].colors
@@ -208,38 +237,45 @@ def plot_sweep(
         drawn = []
         for index, (combination, members) in enumerate(groups.items()):
             color = colors[index % len(colors)]
-            members = sorted(members, key=lambda name: axis.position(points[name][first]))
-            x = np.array([axis.position(points[name][first]) for name in members])
-            cell = cells.sel(experiment=members)
             label = ", ".join(f"{short[s]} = {v}" for s, v in zip(others, combination))
-            line = ax.plot(
-                x, cell["mean"].values, "o-", color=color, lw=1.5, ms=5, label=label, gid="mean"
-            )[0]
+            at = {}  # x position -> the experiments there (several seeds where pooled)
+            for name in members:
+                at.setdefault(axis.position(points[name][first]), []).append(name)
+            x = np.array(sorted(at))
+            if pooled:
+                seed_means = [cells.sel(experiment=at[position])["mean"].values for position in x]
+                mean, low, high = (np.array(v) for v in zip(*map(_mean_interval, seed_means)))
+                dots = seed_means
+            else:
+                cell = cells.sel(experiment=[at[position][0] for position in x])
+                mean, low, high = cell["mean"].values, cell.ci_low.values, cell.ci_high.values
+                dots = [_replicate_column(values[at[position][0]], metric, shown) for position in x]
+            line = ax.plot(x, mean, "o-", color=color, lw=1.5, ms=5, label=label, gid="mean")[0]
             if ax is axes[0] and label:
                 legend_lines.append(line)
-            ax.vlines(x, cell.ci_low, cell.ci_high, color=color, lw=1.2, gid="interval")
-            for position, name in zip(x, members):
-                replicates = _replicate_column(values[name], metric, shown)
-                spread = _centred(replicates.size, _REPLICATE_SPREAD)
+            ax.vlines(x, low, high, color=color, lw=1.2, gid="interval")
+            for position, points_here in zip(x, dots):
+                spread = _centred(points_here.size, _REPLICATE_SPREAD)
                 ax.scatter(
                     axis.beside(position, group_centres[index] + spread),
-                    replicates,
+                    points_here,
                     s=8,
                     color=color,
                     alpha=0.5,
                     zorder=1,
                     gid="replicates",
                 )
-                drawn.append(replicates)
+                drawn.append(points_here)
+            drawn += [low, high]
         _mark(ax, marks)
         axis.style(ax, first, sorted({float(value) for value in swept}) if axis.log else ())
         ax.set_ylabel(_metric_label(summary, metric))
         ax.set_title(f"evaluated in: {shown}" if shown else "", fontsize="medium")
-        spread = np.concatenate([*drawn, cells.ci_low.values, cells.ci_high.values])
+        spread = np.concatenate(drawn)
         if metric == "final_validation_loss":
             log_scale_if_possible(ax, spread)
         elif _spans_decades(spread):
             ax.set_yscale("log")
-    _sweep_legend(fig, legend_lines, summary.attrs["confidence"])
+    _sweep_legend(fig, legend_lines, summary.attrs["confidence"], pooled)
     suptitle(fig, title)
     return fig

@@ -14,6 +14,10 @@ global, with the attributes the workflow's scripts read: ``rule``, ``input``,
 named ones as Snakemake's named lists (``snakemake.input.model``,
 ``snakemake.log[0]``, ``snakemake.params.items()``).
 
+A pack's job (``resources.<stage>.pack``, workflow/rules/packs.smk) is several
+experiments' jobs of one rule: its description (:func:`describe_pack`) holds each
+member's own, and :func:`run_job` runs them one after another, each as its own job.
+
 Run as ``python -m motorflow.pipeline._job SCRIPT DESCRIPTION [LOG...]``: the job in
 this process, exiting with its status.
 """
