@@ -12,8 +12,9 @@ machine may be shared. Usage:
 
     python benchmarks/sweep_scale.py [--cores 2] [--sizes 100 1000] [--pack 1 20]
 
-A run of 1,000 with a job per experiment and stage (`--pack 1`) takes about three and a
-half hours on 2 cores (benchmarks/README.md); with packs of 20 far less. Run nothing
+The configs pack 20 experiments per job at every stage; `--pack` replaces that. A run
+of 1,000 with packs of 20 takes about 50 minutes on 2 cores, with a job per experiment
+and stage (`--pack 1`) about three and a half hours (benchmarks/README.md). Run nothing
 beside it, and give it --folder so that a stopped run can be finished.
 """
 
@@ -29,6 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from sweep_startup import _SNAKEMAKE, _cpu_children
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,21 +41,22 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKED_STAGES = ("train", "evaluate", "analysis", "figures")
 
 
-def _workdir(parent: Path, size: int, cache: Path, pack: int = 1) -> tuple[Path, Path]:
+def _workdir(
+    parent: Path, size: int, cache: Path, pack: int | None = None
+) -> tuple[Path, Path]:
     """A copy of the workflow with the sweep's config (its compilation cache `cache`;
-    `pack` experiments per job of each per-experiment stage)."""
+    `pack` experiments per job of each per-experiment stage, None: the config's)."""
     workdir = parent / f"sweep-{size}"
     workdir.mkdir()
     shutil.copy(ROOT / "Snakefile", workdir)
     for folder in ("workflow", "profiles"):
         shutil.copytree(ROOT / folder, workdir / folder)
-    config = (ROOT / "benchmarks" / "configs" / f"sweep-{size}.yaml").read_text()
+    config = yaml.safe_load((ROOT / "benchmarks" / "configs" / f"sweep-{size}.yaml").read_text())
+    config.update(jax_cache_dir=str(cache), results="results")
+    if pack is not None:
+        config["resources"] = {stage: {"pack": pack} for stage in PACKED_STAGES}
     path = workdir / "config.yaml"
-    packs = json.dumps({stage: {"pack": pack} for stage in PACKED_STAGES})
-    path.write_text(
-        f"{config}\njax_cache_dir: {json.dumps(str(cache))}\nresults: results\n"
-        f"resources: {packs}\n"
-    )
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
     return workdir, path
 
 
@@ -79,7 +83,12 @@ def _size(path: Path) -> tuple[int, int]:
 
 
 def measure(
-    parent: Path, size: int, cores: int, cache: Path, options: tuple[str, ...] = (), pack: int = 1
+    parent: Path,
+    size: int,
+    cores: int,
+    cache: Path,
+    options: tuple[str, ...] = (),
+    pack: int | None = None,
 ) -> dict[str, object]:
     """The dry run's and the run's costs of the sweep of `size` (`options`: more of
     Snakemake's, e.g. its scheduler; `pack`: experiments per job of each stage)."""
@@ -122,9 +131,9 @@ def main() -> None:
         "(default: the profile's)",
     )  # fmt: skip
     parser.add_argument(
-        "--pack", type=int, nargs="+", default=[1],
-        help="experiments per job of each per-experiment stage (resources.<stage>.pack); "
-        "several: each size is run once with each, in turn",
+        "--pack", type=int, nargs="+", default=[None],
+        help="experiments per job of each per-experiment stage (resources.<stage>.pack; "
+        "default: the config's, 20); several: each size is run once with each, in turn",
     )  # fmt: skip
     parser.add_argument(
         "--folder", type=Path, default=None,
@@ -153,7 +162,7 @@ def _run(parent: Path, args: argparse.Namespace) -> None:
         for scheduler in args.scheduler:
             for pack in args.pack:
                 options = () if scheduler is None else ("--scheduler", scheduler)
-                run = parent / f"{scheduler or 'profile'}-pack{pack}"
+                run = parent / f"{scheduler or 'profile'}-pack{pack or 'config'}"
                 run.mkdir(exist_ok=True)
                 result = measure(run, size, args.cores, cache, options, pack)
                 print(json.dumps(result), flush=True)
