@@ -242,10 +242,15 @@ PACKED_RULES = {
     "analysis": ("analysis", list(EXPERIMENTS)),
     "experiment_figures": ("figures", list(EXPERIMENTS)),
     "analysis_figures": ("figures", list(EXPERIMENTS)),
-    "arm_figure": ("figures", [n for n, e in EXPERIMENTS.items() if mfp.is_arm(e.model)]),
+    "arm_figure": (
+        "figures",
+        [n for n, e in EXPERIMENTS.items() if mfp.is_arm(e.model)],
+    ),
 }
 STAGE_PACKS = {
-    name: mfp.stage_packs(names, getattr(SETTINGS.resources, stage).pack, CHECKED.sweeps)
+    name: mfp.stage_packs(
+        names, getattr(SETTINGS.resources, stage).pack, CHECKED.sweeps
+    )
     for name, (stage, names) in PACKED_RULES.items()
 }
 

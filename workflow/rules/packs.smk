@@ -94,7 +94,9 @@ def member_params(stage_rule, name):
 
 def by_key(files):
     """Each key's files across the members (a list), from one mapping per member."""
-    return {key: [path for each in files for path in listed(each[key])] for key in files[0]}
+    return {
+        key: [path for each in files for path in listed(each[key])] for key in files[0]
+    }
 
 
 def unnamed(files):
@@ -108,7 +110,11 @@ def unnamed(files):
 
 
 def named(files):
-    return {key: paths for key, paths in by_key(files).items() if not key.startswith(UNNAMED)}
+    return {
+        key: paths
+        for key, paths in by_key(files).items()
+        if not key.startswith(UNNAMED)
+    }
 
 
 def listed(value):
@@ -118,8 +124,12 @@ def listed(value):
 def pack_params(stage_rule, members, params):
     """A pack's params: each member's (`params`, by member) as "<member>:<value>",
     so that the recorded set changes with any member's, as train packs' do."""
-    texts = [f"{member}:{value}" for member in members for value in params[member].values()]
-    return {f"{mfp.SETTING_PARAM_PREFIX}{index}": text for index, text in enumerate(texts)}
+    texts = [
+        f"{member}:{value}" for member in members for value in params[member].values()
+    ]
+    return {
+        f"{mfp.SETTING_PARAM_PREFIX}{index}": text for index, text in enumerate(texts)
+    }
 
 
 def member_logs(stage_rule, name):
