@@ -273,3 +273,35 @@ def test_tuning_with_nothing_finite_says_so():
     fig = plot_tuning(all_nan)
 
     assert all("no data" in [t.get_text() for t in ax.texts] for ax in fig.axes)
+
+
+def test_a_single_conditions_pca_panel_is_square_however_wide_the_ensemble_rows():
+    many = xr.concat([states()] * 3, "replicate").assign_coords(replicate=np.arange(3 * N_REP))
+    pca = hidden_pca(many.isel(condition=[0]), n_components=3)
+    fig = plot_pca_trajectories(pca, replicate=0)
+    render(fig)
+    top = fig.axes[0].get_window_extent()
+    assert fig.get_figwidth() / fig.get_figheight() > 1.3  # six replicates: a wide figure
+    assert top.width / top.height == pytest.approx(1, abs=0.02)
+
+
+def test_the_rose_plots_radial_labels_sit_off_the_bars():
+    # Most units prefer one half of the circle: bars there, labels in the other half.
+    crowded = tuning()
+    rng = np.random.default_rng(3)
+    crowded["preferred_direction"] = (
+        crowded.preferred_direction.dims,
+        rng.uniform(0, np.pi, crowded.preferred_direction.shape),
+    )
+    fig = plot_tuning(crowded)
+    renderer = render(fig)
+    for ax in [ax for ax in fig.axes if isinstance(ax, PolarAxes)]:
+        labels = [t for t in ax.yaxis.get_ticklabels() if t.get_visible() and t.get_text()]
+        assert labels
+        for label in labels:
+            box = label.get_window_extent(renderer)
+            corners = [(x, y) for x in (box.x0, box.x1) for y in (box.y0, box.y1)]
+            for bar in ax.patches:
+                assert not any(bar.contains_point(corner) for corner in corners), (
+                    label.get_text()
+                )

@@ -89,12 +89,19 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     width = max(4.0 * len(conditions), 2.7 * small_columns) + 1.2
     fig = Figure(figsize=(width, 4.4 + 2.9 * small_rows + 0.4), layout="constrained")
     outer = fig.add_gridspec(2, 1, height_ratios=[4.4, 2.9 * small_rows])
-    top = outer[0].subgridspec(1, len(conditions))
+    # The panels keep their width (4 in each) in the middle of a wider figure.
+    margin = max(width - 1.2 - 4.0 * len(conditions), 0.0) / 2
+    top = outer[0].subgridspec(
+        1, len(conditions) + 2, width_ratios=[margin, *[4.0] * len(conditions), margin]
+    )
     axes: list[Axes] = []
     for index, condition in enumerate(conditions):
-        ax = fig.add_subplot(top[0, index], sharex=axes[0] if axes else None)
+        ax = fig.add_subplot(top[0, index + 1], sharex=axes[0] if axes else None)
         if axes:
             ax.sharey(axes[0])
+        # Square panels: a plane of two PCs in one unit, however wide the ensemble's
+        # rows below make the figure (one condition's panel stretched to 3.5:1).
+        ax.set_box_aspect(1)
         axes.append(ax)
         one = shown.sel(condition=condition)
         if _draw_paths(ax, one, colors, lw=1.2):
@@ -148,6 +155,17 @@ def _draw_variance_shares(ax: Axes, pca: xr.Dataset) -> None:
     ax.tick_params(labelsize="small")
 
 
+def _emptiest_direction(counts: np.ndarray, edges: np.ndarray) -> float:
+    """The middle of the bin farthest from the units (rad): the bins' counts, each
+    weighed by its closeness around the circle (1 / (1 + bins apart)), least."""
+    n = counts.size
+    apart = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+    apart = np.minimum(apart, n - apart)
+    crowding = (counts[None, :] / (1.0 + apart)).sum(axis=1)
+    best = int(np.argmin(crowding))
+    return float(edges[best] + (edges[best + 1] - edges[best]) / 2)
+
+
 def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     """The units' preferred directions (a polar histogram per condition) and tuning
     depths (one histogram, a line per condition).
@@ -181,10 +199,11 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
             no_data(ax)
             continue
         counts, _ = np.histogram(direction, edges)
-        # Few radial ticks in small type, so their labels do not crowd the bars.
+        # Few radial ticks in small type, along the emptiest direction, so their
+        # labels sit off the bars.
         ax.yaxis.set_major_locator(MaxNLocator(3))
         ax.tick_params(axis="y", labelsize="x-small")
-        ax.set_rlabel_position(112.5)
+        ax.set_rlabel_position(np.degrees(_emptiest_direction(counts, edges)))
         ax.bar(
             edges[:-1],
             counts / direction.size,

@@ -129,19 +129,10 @@ def _named(values: Any) -> dict[str, Any]:
     }
 
 
-def describe_job(
-    rule: str,
-    *,
-    input: Any,
-    output: Any,
-    params: Mapping[str, Any],
-    wildcards: Any,
-    threads: int,
-    resources: Any,
-    run: Mapping[str, Any] | None = None,
-) -> str:
+def describe_job(rule: str, **parts: Any) -> str:
     """JSON text of what a job's script reads, but its log (which its command passes
-    apart): each rule's ``job`` param. A params function of the job's input, output,
+    apart): each rule's ``job`` param, from the keywords of :func:`_description` (the
+    job's input, output, params, wildcards, threads, resources and `run`). A params function of the job's input, output,
     threads or resources, Snakemake leaves it out of its params rerun trigger, so it
     never reruns a job (its other params, the settings, do). `run` is how the job runs
     beside what it makes (``_job_settings.job_run_settings``: the compilation cache, a
@@ -149,17 +140,7 @@ def describe_job(
     would do the same but for grouped jobs: Snakemake refuses a group whose members' text
     resources differ.) The command gets it as ``_job_argument.job_argument`` of it: a
     long one travels in a file."""
-    description = _description(
-        rule,
-        input=input,
-        output=output,
-        params=params,
-        wildcards=wildcards,
-        threads=threads,
-        resources=resources,
-        run=run,
-    )
-    return json.dumps(description, separators=(",", ":"))
+    return json.dumps(_description(rule, **parts), separators=(",", ":"))
 
 
 def _description(
