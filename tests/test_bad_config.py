@@ -264,6 +264,16 @@ CASES = {
     "negative gpus": (at("resources.train.gpus", -1), "resources.train.gpus", ["-1"]),
     "zero experiments per pack": (at("resources.train.pack", 0), "resources.train.pack", ["0"]),
     "zero figures per pack": (at("resources.figures.pack", 0), "resources.figures.pack", ["0"]),
+    "a pack too large": (
+        at("resources.figures.pack", 1001),
+        "resources.figures.pack",
+        ["1001"],
+    ),
+    "figures of no experiment": (
+        at("figures.experiments", ["quiet", "quite*"]),
+        "figures.experiments[1]",
+        ["'quite*' matches no experiment", "quiet"],
+    ),
     "a pack of the trial specs": (
         at("resources.trials", {"pack": 2}),
         "resources.trials.pack",

@@ -204,6 +204,7 @@ def test_the_site_builds_without_a_warning_and_documents_every_public_name(tmp_p
 BASE_CONFIG = {
     "explanation/preferred-directions.md": "config/preferred-directions.yaml",
     "tutorials/adaptation-protocol.md": "config/curl-field-adaptation.yaml",
+    "how-to/large-sweeps.md": "benchmarks/configs/sweep-100.yaml",
 }
 # The how-to's perturbation is the one its page defines, in no registry.
 NOT_A_CONFIG = {"how-to/add-a-member.md"}

@@ -26,6 +26,8 @@ except mf.ConfigError as error:
     raise WorkflowError(*mfp.config_problems(error)) from None
 CHECKED, RESULTS = RUN.checked, RUN.results
 SETTINGS, EXPERIMENTS = CHECKED.settings, CHECKED.experiments
+# The experiments whose own figures a full run makes (figures.experiments).
+DRAWN = mfp.drawn_experiments(SETTINGS, list(EXPERIMENTS))
 config.clear()
 config.update(CHECKED.config)
 config.update(SETTINGS.filled_sections())
@@ -237,14 +239,15 @@ def job_resources(stage, jobs=1):
 # train rule's are train.smk's PACKS): per rule, its stage and the experiments it makes
 # files for, cut into packs as mfp.stage_packs cuts them. A packed experiment's job of
 # the rule is its pack's (workflow/rules/packs.smk); the rule itself takes the others.
+# The figure rules' packs take only the experiments a full run draws (DRAWN).
 PACKED_RULES = {
     "evaluate": ("evaluate", list(EXPERIMENTS)),
     "analysis": ("analysis", list(EXPERIMENTS)),
-    "experiment_figures": ("figures", list(EXPERIMENTS)),
-    "analysis_figures": ("figures", list(EXPERIMENTS)),
+    "experiment_figures": ("figures", DRAWN),
+    "analysis_figures": ("figures", DRAWN),
     "arm_figure": (
         "figures",
-        [n for n, e in EXPERIMENTS.items() if mfp.is_arm(e.model)],
+        [n for n in DRAWN if mfp.is_arm(EXPERIMENTS[n].model)],
     ),
 }
 STAGE_PACKS = {
@@ -294,9 +297,9 @@ ANALYSIS_FIGURES = tuple(mf.ANALYSES)
 
 def all_figures():
     figures = [f"{RESULTS}/figures/comparison.{EXT}", f"{RESULTS}/summary.csv"]
-    for name, experiment in EXPERIMENTS.items():
+    for name in DRAWN:
         figures += experiment_figures(name)
-        if mfp.is_arm(experiment.model):
+        if mfp.is_arm(EXPERIMENTS[name].model):
             figures.append(f"{RESULTS}/figures/{name}/arm.{EXT}")
     figures += [f"{RESULTS}/figures/protocol-{name}.{EXT}" for name in PROTOCOLS]
     figures += [f"{RESULTS}/figures/sweep-{name}.{EXT}" for name in SWEEPS]

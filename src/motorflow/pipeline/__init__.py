@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._devices import claim_gpus, use_devices, visible_gpus
     from ._estimate import Estimate, estimate
     from ._preflight import pack_memory, preflight
+    from ._experiment_checks import drawn_experiments
     from ._experiments import (
         RESERVED_NAMES,
         Experiment,
@@ -140,6 +141,7 @@ __all__ = [
     "describe_experiment",
     "describe_job",
     "describe_pack",
+    "drawn_experiments",
     "drop_last_complete",
     "enable_compilation_cache",
     "estimate",

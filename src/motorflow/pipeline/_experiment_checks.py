@@ -4,6 +4,7 @@ together, protocols, the analysed replicate and each analysis's own check."""
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -291,6 +292,41 @@ def check_comparisons(
                     ConfigError(path, f"{experiment!r} is listed twice; list each experiment once")
                 )
             seen.add(experiment)
+
+
+def drawn_experiments(settings: WorkflowConfig, names: Sequence[str]) -> list[str]:
+    """The experiments among `names` (in their order) whose own figures a full run
+    makes: those `figures.experiments` matches, or all of them."""
+    patterns = settings.figures.experiments
+    if patterns is None:
+        return list(names)
+    return [name for name in names if any(fnmatch.fnmatchcase(name, p) for p in patterns)]
+
+
+def check_drawn_experiments(
+    settings: WorkflowConfig,
+    experiments: Mapping[str, Experiment],
+    specs: Mapping[str, Any],
+    problems: Problems,
+    *,
+    unexpanded: Sequence[str] = (),
+) -> None:
+    """Each pattern of `figures.experiments` matches an experiment (a pattern matching
+    none is a typo; skipped while a sweep could not expand)."""
+    if unexpanded:
+        return
+    for index, pattern in enumerate(settings.figures.experiments or ()):
+        if not any(fnmatch.fnmatchcase(name, pattern) for name in specs):
+            shown = ", ".join(list(specs)[:10]) + (
+                f", ... ({len(specs)} in all)" if len(specs) > 10 else ""
+            )
+            problems.errors.append(
+                ConfigError(
+                    f"figures.experiments[{index}]",
+                    f"{pattern!r} matches no experiment (defined: {shown}); write a name "
+                    "or a glob pattern (`*`, `?`, `[...]`) of the experiments to draw",
+                )
+            )
 
 
 def check_drawn_replicate(settings: WorkflowConfig, experiments: Mapping[str, Experiment]) -> None:

@@ -35,6 +35,7 @@ from ._experiment_checks import (
     check_analyses,
     check_chains,
     check_comparisons,
+    check_drawn_experiments,
     check_drawn_replicate,
     check_movement_time,
     check_perturbation_times,
@@ -340,7 +341,7 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
         for name in settings.sweeps
         if not any(path.startswith(f"sweeps.{name} (as ") for path, _ in specs.values())
     )
-    for check in (check_protocols, check_comparisons):
+    for check in (check_protocols, check_comparisons, check_drawn_experiments):
         check(settings, experiments, specs, problems, unexpanded=unexpanded)
     with problems.collecting():
         check_drawn_replicate(settings, experiments)

@@ -122,6 +122,16 @@ class FiguresConfig(Block):
         "quality is 300 to 600; a figure's memory grows with the square of its dpi)",
     )
     max_replicates: PositiveInt = Field(5, description="replicates drawn in the trajectory figure")
+    experiments: tuple[Text, ...] | None = Field(
+        None,
+        description="the experiments that get their own figures (loss, trajectories, speed, "
+        "each analysis's, the arm's) in a full run: glob patterns over the experiments' "
+        "names (`*`, `?`, `[...]`, as the shell's), e.g. `[quiet, 'noise-*_seed0']`; `[]`: "
+        "none; unset: every experiment. Each pattern must match an experiment. In a large "
+        "sweep the experiments' figures are most of its time; the summary, comparison and "
+        "sweep figures cover every experiment either way, and another experiment's figure "
+        "is made when asked for by its path",
+    )
 
 
 SITE_NAME = r"^[A-Za-z0-9_.]+$"
