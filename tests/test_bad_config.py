@@ -898,7 +898,7 @@ CASES = {
     "a time constant of a gru cell": (
         at("models.small.network.cell", {"kind": "gru", "tau": 0.2}),
         "models.small.network.cell.tau",
-        ["unknown key 'tau'", "the leaky and reservoir cells, not of the gru cell"],
+        ["unknown key 'tau'", "a setting of the leaky", "reservoir", "not of the gru cell"],
     ),
     "a reservoir's gain in a leaky cell": (
         at("models.small.network.cell", {"kind": "leaky", "gain": 2.0}),

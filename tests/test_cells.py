@@ -70,8 +70,10 @@ def test_a_time_constant_shorter_than_the_cells_step_names_the_cells_tau(kind):
 
 
 def test_a_setting_of_another_cell_names_the_cells_that_have_it():
+    owners = [kind for kind, block in mf.CELLS.items() if "tau" in block.model_fields]
+    assert owners[:2] == ["leaky", "reservoir"]
     with raises_config_error(
-        "network.cell.tau", "a setting of the leaky and reservoir cells, not of the gru cell"
+        "network.cell.tau", "a setting of the leaky", *owners, "cells, not of the gru cell"
     ):
         mf.ModelConfig.from_dict({"network": {"cell": {"tau": 0.2}}})  # the default gru
 

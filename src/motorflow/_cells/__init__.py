@@ -37,7 +37,10 @@ def _owners() -> dict[str, list[type[CellConfig]]]:
 
 
 def _cells(configs: list[type[CellConfig]]) -> str:
-    return f"{' and '.join(c.KIND for c in configs)} cell{'s' * (len(configs) > 1)}"
+    """``the leaky cell``, ``the leaky and reservoir cells``, ``the a, b and c cells``."""
+    kinds = [config.KIND for config in configs]
+    listed = " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else kinds)
+    return f"the {listed} cell{'s' * (len(kinds) > 1)}"
 
 
 def moved_cell_settings() -> dict[str, str]:
@@ -50,7 +53,7 @@ def moved_cell_settings() -> dict[str, str]:
         example = json.dumps(not default if isinstance(default, bool) else default)
         hints[name] = (
             f"a cell's settings are in its block now: network: {{cell: {{kind: "
-            f"{configs[0].KIND}, {name}: {example}}}}} (a setting of the {_cells(configs)})"
+            f"{configs[0].KIND}, {name}: {example}}}}} (a setting of {_cells(configs)})"
         )
     return hints
 
@@ -61,7 +64,7 @@ def _hint_other_cells_settings() -> None:
     owners = _owners()
     for config in CELLS.values():
         config.key_hints = {
-            name: f"a setting of the {_cells(configs)}, not of the {config.KIND} cell "
+            name: f"a setting of {_cells(configs)}, not of the {config.KIND} cell "
             f"(cell: {{kind: {configs[0].KIND}, {name}: ...}})"
             for name, configs in owners.items()
             if name not in config.model_fields
