@@ -19,15 +19,17 @@ from training_controls import setup, timed
 RESERVOIR = {
     "feedback": {"delay": 2},
     "network": {
-        "cell": "reservoir",
-        "tau": 0.05,
+        "cell": {
+            "kind": "reservoir",
+            "tau": 0.05,
+            "gain": 1.5,
+            "connectivity": 0.1,
+            "output_feedback": True,
+        },
         "substeps": 10,
-        "gain": 1.5,
-        "connectivity": 0.1,
-        "output_feedback": True,
     },
 }
-LEAKY = {"feedback": {"delay": 2}, "network": {"cell": "leaky", "tau": 0.1}}
+LEAKY = {"feedback": {"delay": 2}, "network": {"cell": {"kind": "leaky", "tau": 0.1}}}
 FORCE = {
     "trainable": ["network.readout"],
     "learning": {"kind": "rls", "update_every": 1, "target": "corrective", "movement_time": 1.0},

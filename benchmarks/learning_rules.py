@@ -55,7 +55,7 @@ from motorflow._training.rules._eprop_leaky import filtered_eligibility_gradient
 
 # replicates, trials per batch, steps, hidden units, batches per compiled call
 DEFAULT_SIZE = (5, 64, 60, 32, 20)
-LEAKY = {"feedback": {"delay": 2}, "network": {"cell": "leaky", "tau": 0.1}}
+LEAKY = {"feedback": {"delay": 2}, "network": {"cell": {"kind": "leaky", "tau": 0.1}}}
 
 
 def trainer_for(learning: dict, model: dict = LEAKY, **train):

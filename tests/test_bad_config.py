@@ -138,7 +138,12 @@ CASES = {
     "unknown cell": (
         at("models.small.network.cell", "lstm"),
         "models.small.network.cell",
-        ["'lstm'", "'gru'"],
+        ["'lstm'", "unknown kind", "'gru', 'rnn', 'leaky', 'reservoir'"],
+    ),
+    "unknown cell kind in a block": (
+        at("models.small.network.cell", {"kind": "lstm", "tau": 0.1}),
+        "models.small.network.cell.kind",
+        ["'lstm'", "'gru', 'rnn', 'leaky', 'reservoir'"],
     ),
     "unknown loss term": (
         at("trainings.quick.loss", {"jerk": {}}),
@@ -194,8 +199,8 @@ CASES = {
         ["15", "n_steps (15)"],
     ),
     "leak faster than a step": (
-        at("models.small.network", {"cell": "leaky", "tau": 0.01}),
-        "models.small.network.tau",
+        at("models.small.network", {"cell": {"kind": "leaky", "tau": 0.01}}),
+        "models.small.network.cell.tau",
         ["0.01", "tau >= dt"],
     ),
     "validation beyond the run": (
@@ -872,27 +877,45 @@ CASES = {
         "analysis.pca.n_components",
         ["is 9", "'quiet' has network.hidden_size 8", "8 or below"],
     ),
-    # a setting that acts only with a partner's value, set without it
-    "a time constant of a gru cell": (
-        at("models.small.network.tau", 0.2),
-        "experiments.quiet.model.network.tau",
-        ["tau is 0.2", "model.network.cell 'leaky' or 'reservoir'", "cell is 'gru'"],
+    # a cell's settings where the network's were (before cells had blocks): each
+    # named, with where it moved
+    "the network's old tau": (
+        at("models.small.network", {"cell": "leaky", "tau": 0.2}),
+        "models.small.network.tau",
+        ["unknown key 'tau'", "in its block now", "{cell: {kind: leaky, tau: 0.1}}"],
     ),
-    "a reservoir's gain in a gru cell": (
+    "the network's old gain": (
         at("models.small.network.gain", 2.0),
-        "experiments.quiet.model.network.gain",
-        ["gain is 2.0", "model.network.cell 'reservoir'", "remove gain"],
+        "models.small.network.gain",
+        ["unknown key 'gain'", "in its block now", "{cell: {kind: reservoir, gain: 1.5}}"],
     ),
-    "a reservoir's connectivity in an rnn cell": (
-        at("models.small.network", {"cell": "rnn", "connectivity": 0.5}),
-        "experiments.quiet.model.network.connectivity",
-        ["connectivity is 0.5", "cell is 'rnn'"],
+    "the network's old connectivity": (
+        at("models.small.network", {"cell": "reservoir", "connectivity": 0.5}),
+        "models.small.network.connectivity",
+        ["unknown key 'connectivity'", "{cell: {kind: reservoir, connectivity: 0.1}}"],
     ),
-    "output feedback of a gru cell": (
+    "the network's old output feedback": (
         at("models.small.network.output_feedback", True),
         "models.small.network.output_feedback",
-        ["output feedback needs the reservoir cell", "got cell gru"],
+        ["unknown key 'output_feedback'", "{cell: {kind: reservoir, output_feedback: true}}"],
     ),
+    "a sweep over the network's old tau": (
+        sweep({"model.network.tau": [0.1, 0.2]}),
+        "sweeps.s (as s-tau0p1).override.model.network.tau",
+        ["unknown key 'tau'", "in its block now"],
+    ),
+    # a setting of another cell than the block's
+    "a time constant of a gru cell": (
+        at("models.small.network.cell", {"kind": "gru", "tau": 0.2}),
+        "models.small.network.cell.tau",
+        ["unknown key 'tau'", "a setting of the leaky", "reservoir", "not of the gru cell"],
+    ),
+    "a reservoir's gain in a leaky cell": (
+        at("models.small.network.cell", {"kind": "leaky", "gain": 2.0}),
+        "models.small.network.cell.gain",
+        ["unknown key 'gain'", "the reservoir cell, not of the leaky cell"],
+    ),
+    # a setting that acts only with a partner's value, set without it
     "weight decay of adam": (
         at("trainings.quick.optimizer.weight_decay", 0.01),
         "experiments.quiet.training.optimizer.weight_decay",
@@ -953,10 +976,10 @@ CASES = {
         "experiments.quiet.training.learning.movement_time",
         ["lasts 0.8 s", "trials' 0.75 s (task n_steps 15 x model dt 0.05)", "at most 0.75 s"],
     ),
-    "a sweep over a setting the base experiment's cell ignores": (
-        sweep({"model.network.gain": [1.5, 2.0]}),
-        "sweeps.s.grid.model.network.gain",
-        ["gain is 2.0", "model.network.cell 'reservoir'", "cell is 'gru'"],
+    "a sweep over a setting the base experiment's cell lacks": (
+        sweep({"model.network.cell.gain": [1.5, 2.0]}),
+        "sweeps.s (as s-gain1p5).override.model.network.cell.gain",
+        ["unknown key 'gain'", "the reservoir cell, not of the gru cell"],
     ),
     # nothing to do
     "no experiments": (at("experiments", {}), "experiments", ["{}", "non-empty"]),

@@ -31,7 +31,7 @@ def test_unknown_key_is_named_with_its_path():
             mf.ModelConfig,
             {"network": {"cell": "lstm"}},
             "network.cell",
-            "'gru', 'rnn', 'leaky' or 'reservoir', got 'lstm'",
+            ", ".join(repr(kind) for kind in mf.CELLS) + ", got 'lstm'",
         ),
         (mf.ModelConfig, {"feedback": {"delay": -1}}, "feedback.delay", "an integer >= 0"),
         (mf.ModelConfig, {"dt": "fast"}, "dt", "must be a number, got 'fast'"),

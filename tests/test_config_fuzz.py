@@ -48,7 +48,7 @@ def rich_config() -> dict:
         trainable=["network.readout"],
         shared_trials=True,
     )
-    config["models"]["leaky"] = {"dt": 0.05, "network": {"cell": "leaky", "tau": 0.1}}
+    config["models"]["leaky"] = {"dt": 0.05, "network": {"cell": {"kind": "leaky", "tau": 0.1}}}
     # A partial plant block (no kind) fits every kind's schema; the default kind holds.
     config["models"]["small"]["plant"] = {"n_substeps": 2}
     config["models"]["arm"] = {"plant": {"kind": "muscle_arm", "joint_viscosity": 0.1}}

@@ -178,6 +178,30 @@ def test_the_how_to_s_example_perturbation_works_as_it_says(monkeypatch):
     np.testing.assert_allclose(force[10:30, 1], 0.0, atol=1e-5)
 
 
+def test_the_how_to_s_example_cell_works_as_it_says(monkeypatch):
+    import jax
+    import jax.numpy as jnp
+
+    from motorflow._cells import CELLS
+    from motorflow._config_base import registry
+
+    page = (DOCS / "how-to" / "add-a-member.md").read_text()
+    (source,) = [block for block in code_blocks(page, "python") if "class LeakyReluConfig" in block]
+    module = types.ModuleType("motorflow._cells._leaky_relu")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    module.__package__ = "motorflow._cells"
+    exec(compile(source, "add-a-member.md", "exec"), module.__dict__)
+    config_class = module.LeakyReluConfig
+    assert "leaky_relu" in registry(*CELLS.values(), config_class)
+    config = config_class.model_validate({"kind": "leaky_relu", "tau": 0.2})
+    cell = config.build(6, 5, dt=0.05, key=jax.random.key(0))
+    assert type(cell) is config.CELL and cell.KIND == "leaky_relu"
+    assert float(cell.alpha) == 0.25 and cell(jnp.ones(6), jnp.zeros(5)).shape == (5,)
+    # Its time constant is checked against the cell's step, as the others' are.
+    assert config.step_problem(0.05) is None
+    assert config.step_problem(0.5)[0] == "tau"
+
+
 def test_the_site_builds_without_a_warning_and_documents_every_public_name(tmp_path):
     # `mkdocs build --strict` fails on any warning: a broken link or anchor, a page left
     # out of the navigation, a docstring mkdocstrings cannot read.

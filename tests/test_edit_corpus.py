@@ -139,21 +139,23 @@ CORPUS = {
     ),
     "model cell": (at("models.small.network.cell", "rnn"), TRAIN),
     "model hidden size": (at("models.small.network.hidden_size", 6), TRAIN),
-    # tau acts only in a leaky or reservoir cell (with the gru, an error)
-    "leaky tau": (at("models.small.network", {"cell": "leaky", "tau": 0.2}), TRAIN),
+    # tau is a setting of the leaky and reservoir cells' blocks (with the gru, an error)
+    "leaky tau": (at("models.small.network.cell", {"kind": "leaky", "tau": 0.2}), TRAIN),
     "model hidden noise": (at("models.small.network.hidden_noise_std", 0.02), TRAIN),
     # FORCE's reservoir: its gain, sparsity, sub-steps and output fed back.
     "reservoir network": (
         at(
             "models.small.network",
             {
-                "cell": "reservoir",
+                "cell": {
+                    "kind": "reservoir",
+                    "tau": 0.1,
+                    "gain": 1.2,
+                    "connectivity": 0.5,
+                    "output_feedback": True,
+                },
                 "hidden_size": 8,
-                "tau": 0.1,
-                "gain": 1.2,
-                "connectivity": 0.5,
                 "substeps": 2,
-                "output_feedback": True,
             },
         ),
         TRAIN,
@@ -596,7 +598,7 @@ NAMED_SETTING = {
     "model dt": "model.dt",
     "model mass": "model.plant.mass",
     "model damping": "model.plant.damping",
-    "model cell": "model.network.cell",
+    "model cell": "model.network.cell.kind",
     "model hidden size": "model.network.hidden_size",
     "model hidden noise": "model.network.hidden_noise_std",
     "model feedback delay": "model.feedback.delay",

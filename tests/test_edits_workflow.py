@@ -101,7 +101,7 @@ EDITS = {
             ]
         },
     },
-    "leaky": {"model": {"network": {"cell": "leaky", "tau": 0.2}}},
+    "leaky": {"model": {"network": {"cell": {"kind": "leaky", "tau": 0.2}}}},
     "lr": {
         "training": {
             "optimizer": {"learning_rate": 0.02},

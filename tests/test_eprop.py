@@ -326,17 +326,17 @@ def test_online_eprop_in_pieces_needs_memory_flat_in_the_trial_length():
 def test_segment_steps_needs_the_online_form():
     from motorflow._plants import PointMass
 
-    message = EProp(segment_steps=10).check_model("leaky", PointMass(), ())
+    message = EProp(segment_steps=10).check_model(mf.LeakyCell, PointMass(), ())
     assert message is not None and "online" in message
-    assert EProp(online=True, segment_steps=10).check_model("leaky", PointMass(), ()) is None
+    assert EProp(online=True, segment_steps=10).check_model(mf.LeakyCell, PointMass(), ()) is None
 
 
 def test_the_online_form_refuses_a_nonlinear_plant():
     from motorflow._plants import PointMass, TwoLinkArm
 
     rule = EProp(online=True)
-    assert rule.check_model("leaky", PointMass(), ()) is None
-    message = rule.check_model("leaky", TwoLinkArm(), ())
+    assert rule.check_model(mf.LeakyCell, PointMass(), ()) is None
+    message = rule.check_model(mf.LeakyCell, TwoLinkArm(), ())
     assert message is not None and "point_mass" in message
 
 

@@ -98,7 +98,7 @@ def test_an_analysis_reads_its_settings_from_its_block(tmp_path):
 
 # Every family: its registry and the base class of its members.
 FAMILIES = {
-    "cells": (mf.CELLS, mf.AbstractCell),
+    "cells": (mf.CELLS, mf.CellConfig),
     "plants": (mf.PLANTS, mf.PlantConfig),
     "perturbations": (mf.PERTURBATIONS, mf.AbstractPerturbation),
     "tasks": (mf.TASKS, mf.TaskConfig),

@@ -12,12 +12,16 @@ import pytest
 import motorflow as mf
 
 
-def _reservoir_model(**network) -> mf.ClosedLoop:
+def _reservoir_model(substeps: int = 1, **cell) -> mf.ClosedLoop:
     config = mf.ModelConfig.from_dict(
         {
             "dt": 0.05,
             "plant": {"kind": "point_mass"},
-            "network": {"cell": "reservoir", "hidden_size": 400, "tau": 0.05, **network},
+            "network": {
+                "cell": {"kind": "reservoir", "tau": 0.05, **cell},
+                "hidden_size": 400,
+                "substeps": substeps,
+            },
         }
     )
     return mf.build_model(config, n_task_inputs=2, key=jax.random.key(3))
@@ -93,8 +97,11 @@ def test_the_output_is_fed_back_into_the_reservoir():
 
 
 def test_output_feedback_needs_the_reservoir_cell():
-    with pytest.raises(mf.ConfigError, match="network.output_feedback"):
-        mf.ModelConfig.from_dict({"network": {"cell": "leaky", "output_feedback": True}})
+    with pytest.raises(mf.ConfigError, match="network.cell.output_feedback") as error:
+        mf.ModelConfig.from_dict(
+            {"network": {"cell": {"kind": "leaky", "output_feedback": True}}}
+        )
+    assert "a setting of the reservoir cell, not of the leaky cell" in str(error.value)
 
 
 def test_defaults_build_todays_network():
@@ -103,7 +110,7 @@ def test_defaults_build_todays_network():
     config = mf.ModelConfig.from_dict({"network": {"cell": "leaky", "hidden_size": 8}})
     network = mf.build_model(config, n_task_inputs=2, key=jax.random.key(0)).network
     assert network.n_substeps == 1 and network.output_feedback is None
-    assert network.cell.alpha == pytest.approx(config.dt / config.network.tau)
+    assert network.cell.alpha == pytest.approx(config.dt / config.network.cell.tau)
     inputs, hidden = jnp.ones(6), jnp.zeros(8)
     got, _ = network(inputs, hidden, key=jax.random.key(0))
     np.testing.assert_array_equal(got, network.cell(inputs, hidden))

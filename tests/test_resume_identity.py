@@ -71,7 +71,7 @@ SETTINGS_WITHOUT_WEIGHTS = {
     "arm.joint_viscosity": {"plant": {"kind": "arm", "joint_viscosity": 0.2}},
     "dt": {"dt": 0.04},
     "network.cell": {"network": {"cell": "rnn"}},
-    "network.tau (leaky)": {"network": {"cell": "leaky", "tau": 0.2}},
+    "network.cell.tau (leaky)": {"network": {"cell": {"kind": "leaky", "tau": 0.2}}},
 }
 
 

@@ -186,7 +186,7 @@ def test_rls_with_the_corrective_target_fits_the_correction_at_the_visited_state
         {
             "dt": 0.05,
             "plant": {"kind": "point_mass"},
-            "network": {"cell": "reservoir", "hidden_size": 20, "tau": 0.05},
+            "network": {"cell": {"kind": "reservoir", "tau": 0.05}, "hidden_size": 20},
         }
     )
     model = mf.build_model(config, n_task_inputs=2, key=jax.random.key(0))

@@ -51,7 +51,19 @@ if TYPE_CHECKING:
     from ._analysis._replicate_values import replicate_values
     from ._analysis._statistics import bootstrap_interval, summarise, summary_table
     from ._analysis._tuning import TuningAnalysis, directional_tuning
-    from ._cells import CELLS, AbstractCell, GRUCell, LeakyCell, ReservoirCell, VanillaCell
+    from ._cells import (
+        CELLS,
+        AbstractCell,
+        CellConfig,
+        GRUCell,
+        GRUConfig,
+        LeakyCell,
+        LeakyConfig,
+        ReservoirCell,
+        ReservoirConfig,
+        VanillaCell,
+        VanillaConfig,
+    )
     from ._config import FeedbackConfig, ModelConfig, NetworkConfig, check_model_fits_task
     from ._config_errors import ConfigError, ConfigErrors
     from ._evaluate import condition_trials, evaluate, rollout_ensemble
@@ -194,6 +206,7 @@ __all__ = [
     "ArmConfig",
     "BatchRecords",
     "BatchSchedule",
+    "CellConfig",
     "CenterOut",
     "CenterOutConfig",
     "CenterOutTaskConfig",
@@ -215,10 +228,12 @@ __all__ = [
     "FixedPointsAnalysis",
     "ForcePulse",
     "GRUCell",
+    "GRUConfig",
     "HiddenTerm",
     "HoldTerm",
     "JPCAAnalysis",
     "LeakyCell",
+    "LeakyConfig",
     "LossConfig",
     "ModelConfig",
     "MuscleArm",
@@ -235,6 +250,7 @@ __all__ = [
     "PostureConfig",
     "ReachConfig",
     "ReservoirCell",
+    "ReservoirConfig",
     "Rollout",
     "RolloutOptions",
     "ScheduleConfig",
@@ -256,6 +272,7 @@ __all__ = [
     "TwoLinkArm",
     "UpdateRules",
     "VanillaCell",
+    "VanillaConfig",
     "ViscousField",
     "WorkspaceTask",
     "adopt_weights",

@@ -11,14 +11,13 @@ workflow's JSON Schema is generated from these classes (`config_json_schema`).
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from ._cells import CELLS
+from ._cells import AnyCellConfig, GRUConfig, moved_cell_settings
 from ._config_base import (
     Block,
-    Boolean,
     NonNegativeInt,
     NonNegativeNumber,
     PositiveInt,
@@ -31,21 +30,18 @@ from ._training._config import TrainConfig
 
 
 class NetworkConfig(Block):
-    """Recurrent controller: cell type, size, leak time constant, hidden noise."""
+    """Recurrent controller: its cell (a block of its kind), size, hidden noise, substeps."""
 
-    cell: Literal[tuple(CELLS)] = Field(
-        "gru",
-        description="`gru`, `rnn` (vanilla tanh), `leaky` (leaky tanh, time constant `tau`) "
-        "or `reservoir` (FORCE's sparse random rate network with gain `gain`, time "
-        "constant `tau`; Sussillo & Abbott 2009)",
+    # A cell's settings given to the network (as they were before cells had blocks).
+    key_hints: ClassVar[dict[str, str]] = moved_cell_settings()
+
+    cell: AnyCellConfig = Field(
+        GRUConfig(),
+        description="the recurrent cell, a block chosen by its `kind` (each kind's keys "
+        "are under Cells); a bare kind is that kind with its defaults (`cell: leaky` is "
+        "`cell: {kind: leaky}`)",
     )
     hidden_size: PositiveInt = Field(50, description="hidden units")
-    tau: PositiveNumber = Field(
-        0.1,
-        description="time constant of the `leaky` and `reservoir` cells in seconds (>= "
-        "the cell's step, `dt / substeps`). Partner `cell`: set (not the default) for "
-        "another cell, an error",
-    )
     hidden_noise_std: NonNegativeNumber = Field(
         0.0, description="std of Gaussian noise added to the hidden state every step"
     )
@@ -54,31 +50,6 @@ class NetworkConfig(Block):
         description="cell updates per step of the loop, each seeing the same input: the "
         "cell's own step is `dt / substeps` (FORCE integrates with a tenth of `tau`)",
     )
-    gain: PositiveNumber = Field(
-        1.5,
-        description="`reservoir` only: gain g of the recurrent weights (chaotic above 1; "
-        "FORCE's 1.5). Partner `cell`: set for another cell, an error",
-    )
-    connectivity: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
-        0.1,
-        description="`reservoir` only: probability p that a recurrent weight is nonzero "
-        "(nonzero weights drawn from N(0, 1/(p hidden_size)); FORCE's 0.1). Partner "
-        "`cell`: set for another cell, an error",
-    )
-    output_feedback: Boolean = Field(
-        False,
-        description="`reservoir` only: feed the readout's output back into the cell at "
-        "every sub-step through fixed U(-1, 1) weights (FORCE's feedback loop)",
-    )
-
-    @model_validator(mode="after")
-    def _feedback_needs_a_reservoir(self) -> NetworkConfig:
-        if self.output_feedback and self.cell != "reservoir":
-            raise ConfigError(
-                "output_feedback",
-                f"output feedback needs the reservoir cell, got cell {self.cell}",
-            )
-        return self
 
 
 class FeedbackConfig(Block):
@@ -104,7 +75,7 @@ class ModelConfig(Block):
     dt: PositiveNumber = Field(
         0.05,
         description="the network's time step in seconds (one feedback sample and one "
-        "control per step; the leak of the leaky cell)",
+        "control per step; the cell steps every `dt / network.substeps`)",
     )
     plant: AnyPlantConfig = Field(
         PointMassConfig(),
@@ -114,14 +85,11 @@ class ModelConfig(Block):
     feedback: FeedbackConfig = FeedbackConfig()
 
     @model_validator(mode="after")
-    def _leak_no_faster_than_a_step(self) -> ModelConfig:
-        cell_step = self.dt / self.network.substeps
-        if self.network.cell in ("leaky", "reservoir") and self.network.tau < cell_step:
-            raise ConfigError(
-                "network.tau",
-                f"the {self.network.cell} cell needs tau >= dt / substeps ({cell_step:g}), "
-                f"got {self.network.tau}",
-            )
+    def _cell_fits_its_step(self) -> ModelConfig:
+        problem = self.network.cell.step_problem(self.dt / self.network.substeps)
+        if problem is not None:
+            key, message = problem
+            raise ConfigError(f"network.cell.{key}", message)
         return self
 
 
@@ -132,16 +100,15 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
     def key(name: str) -> str:
         return f"{path}.training.{name}" if path else f"training.{name}"
 
-    if train.constraints and CELLS[model.network.cell].RECURRENT_WEIGHT is None:
+    cell = model.network.cell.CELL
+    if train.constraints and cell.RECURRENT_WEIGHT is None:
         raise ConfigError(
             key("constraints"),
             f"weight constraints act on a recurrent weight matrix, which the "
-            f"{model.network.cell} cell does not have (its gates each have one); use "
+            f"{cell.KIND} cell does not have (its gates each have one); use "
             "model network.cell rnn or leaky",
         )
-    problem = train.learning.check_model(
-        model.network.cell, model.plant.build(), train.trained_paths
-    )
+    problem = train.learning.check_model(cell, model.plant.build(), train.trained_paths)
     if problem is not None:
         raise ConfigError(key("learning"), problem)
     if train.gradient_norms == "per_term" and not train.learning.exact_gradient:

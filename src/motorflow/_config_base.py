@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, ClassVar, Self, TypeVar, Union
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, Union
 
 import pydantic
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict, model_validator
@@ -40,14 +40,28 @@ def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict
     for key, value in override.items():
         old = merged.get(key)
         if _same_kind(old, value):
-            merged[key] = merge_settings(old, value)
+            merged[key] = merge_settings(_expanded(old), _expanded(value))
         else:
             merged[key] = copy.deepcopy(value)
     return merged
 
 
+# The kinds of the tagged unions that take a bare kind for a block of that kind with
+# its defaults (``cell: leaky`` is ``cell: {kind: leaky}``): `tagged_union`'s
+# `shorthand` adds them. Merges read the bare kind so too.
+SHORTHAND_KINDS: set[str] = set()
+
+
+def _expanded(value: Any) -> Any:
+    """A bare kind of a shorthand union as the mapping it stands for, else `value`."""
+    if isinstance(value, str) and value in SHORTHAND_KINDS:
+        return {"kind": value}
+    return value
+
+
 def _same_kind(old: Any, new: Any) -> bool:
-    """Both are mappings, and `new` names no other ``kind`` than `old`."""
+    """Both are mappings (or bare kinds), and `new` names no other ``kind`` than `old`."""
+    old, new = _expanded(old), _expanded(new)
     return (
         isinstance(old, Mapping)
         and isinstance(new, Mapping)
@@ -79,7 +93,7 @@ def _over_block(block: Block, value: Mapping[str, Any]) -> dict[str, Any]:
     """`value` over the settings of `block`, descending only into sub-blocks: a mapping
     of names (e.g. evaluation conditions) is replaced whole, never merged."""
     merged = block.to_dict()
-    for key, item in value.items():
+    for key, item in _expanded(value).items():
         current = getattr(block, key, None) if isinstance(key, str) else None
         if _merges_over(current, item):
             merged[key] = _over_block(current, item)
@@ -178,21 +192,34 @@ def registry(*members: type[Member]) -> dict[str, type[Member]]:
     return dict(zip(kinds, members))
 
 
-def tagged_union(members: Sequence[type[Block]], default: str | None = None) -> Any:
+def tagged_union(
+    members: Sequence[type[Block]], default: str | None = None, *, shorthand: bool = False
+) -> Any:
     """One block of several kinds, chosen by its ``kind`` key (a registry's config type).
 
     Each member declares ``kind: Literal["<name>"]``; the JSON Schema becomes a
     ``oneOf`` with a discriminator, and an unknown kind is an error listing the kinds.
-    With `default`, a mapping without a ``kind`` key is of that kind.
+    With `default`, a mapping without a ``kind`` key is of that kind. With `shorthand`,
+    a bare kind stands for a block of that kind with its defaults (``cell: leaky`` is
+    ``cell: {kind: leaky}``), in the schema too.
     """
-    UNION_TAGS.update(member.model_fields["kind"].default for member in members)
+    kinds = tuple(member.model_fields["kind"].default for member in members)
+    UNION_TAGS.update(kinds)
     union = Annotated[Union[tuple(members)], Field(discriminator="kind")]  # noqa: UP007
-    if default is None:
+    if default is None and not shorthand:
         return union
+    if shorthand:
+        SHORTHAND_KINDS.update(kinds)
 
-    def of_default_kind(value: Any) -> Any:
-        if isinstance(value, Mapping) and "kind" not in value:
+    def read(value: Any) -> Any:
+        if shorthand and isinstance(value, str):
+            value = {"kind": value}  # an unknown kind too: its error lists the kinds
+        if default is not None and isinstance(value, Mapping) and "kind" not in value:
             return {"kind": default, **value}
         return value
 
-    return Annotated[union, BeforeValidator(of_default_kind)]
+    if not shorthand:
+        return Annotated[union, BeforeValidator(read)]
+    # The schema of a shorthand union takes the bare kinds beside the blocks.
+    given = Union[Literal[kinds], union]  # noqa: UP007
+    return Annotated[union, BeforeValidator(read, json_schema_input_type=given)]

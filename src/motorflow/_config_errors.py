@@ -175,6 +175,18 @@ def _without_union_tags(location: Sequence[Any], data: Any) -> list[Any]:
     return kept
 
 
+def _value_at(data: Any, location: Sequence[Any]) -> Any:
+    """The value of `data` at `location` (None where it has none)."""
+    for part in location:
+        if isinstance(data, Mapping) and part in data:
+            data = data[part]
+        elif isinstance(data, (list, tuple)) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
 def _format_path(prefix: str, parts: Sequence[Any]) -> str:
     path = prefix
     for index, part in enumerate(parts):
@@ -231,8 +243,10 @@ def _one_config_error(first: Mapping[str, Any], path: str, data: Any) -> ConfigE
             f"{_described(first['input'])}",
         )
     if first["type"] == "union_tag_invalid":
+        # A bare kind (`cell: lstm`) is the value itself; else the block's `kind` key.
+        bare = isinstance(_value_at(data, location), str)
         return ConfigError(
-            _format_path(path, [*location, "kind"]),
+            _format_path(path, location if bare else [*location, "kind"]),
             f"unknown kind; allowed: {first['ctx']['expected_tags']}, got {first['ctx']['tag']!r}",
         )
     if first["type"] == "missing":

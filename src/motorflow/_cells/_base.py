@@ -1,4 +1,4 @@
-"""The interface every recurrent cell implements."""
+"""The interface every recurrent cell implements, and its config block's."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from typing import ClassVar
 import equinox as eqx
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from .._config_base import Block
+
 
 class AbstractCell(eqx.Module):
     """One recurrent update ``hidden' = f(input, hidden)``."""
 
     hidden_size: eqx.AbstractVar[int]
-    # The config's name of the cell (``model.network.cell``).
+    # The config's name of the cell (its block's ``kind``: ``model.network.cell.kind``).
     KIND: ClassVar[str]
     # Where the recurrent weight matrix `[post, pre]` is, for weight constraints
     # (motorflow._training.constraints); None: no single such matrix (a GRU's gates).
@@ -49,18 +51,56 @@ class AbstractCell(eqx.Module):
         vanilla RNN)."""
         return 1.0
 
-    @classmethod
-    @abc.abstractmethod
-    def build(
-        cls, input_size: int, hidden_size: int, *, dt: float, tau: float, key: PRNGKeyArray
-    ) -> AbstractCell:
-        """A cell with freshly drawn weights, from the network's settings: `dt` is the
-        network's step (s) and `tau` its units' time constant (s), which a cell without
-        time constant ignores."""
-        raise NotImplementedError
-
     @abc.abstractmethod
     def __call__(
         self, input: Float[Array, " input"], hidden: Float[Array, " hidden"]
     ) -> Float[Array, " hidden"]:
         raise NotImplementedError
+
+
+class CellConfig(Block):
+    """Settings of a recurrent cell (``model.network.cell``).
+
+    Each cell module defines a subclass with a ``kind`` literal (its registry name),
+    the cell's own settings, `CELL` (the cell class, whose class constants say what
+    training needs of it: `RECURRENT_WEIGHT`, `EPROP_TRACES`, ...) and :meth:`build`.
+    What differs between cells beyond their weights is a method here, overridden by
+    the members it concerns.
+    """
+
+    kind: str
+
+    CELL: ClassVar[type[AbstractCell]]
+
+    @abc.abstractmethod
+    def build(
+        self, input_size: int, hidden_size: int, *, dt: float, key: PRNGKeyArray
+    ) -> AbstractCell:
+        """A cell with freshly drawn weights.
+
+        **Arguments:**
+
+        - `input_size`: the size of the input vector (task inputs and feedback).
+        - `hidden_size`: the number of hidden units.
+        - `dt`: the cell's own step in seconds (the network's `dt / substeps`).
+        - `key`: draws the weights.
+        """
+
+    def step_problem(self, step: float) -> tuple[str, str] | None:
+        """What is wrong with stepping this cell every `step` seconds, as ``(key of
+        this block, message)``, or None (a cell without time constant: nothing)."""
+        return None
+
+    def feeds_output_back(self) -> bool:
+        """Whether the network feeds its readout's output back into the cell (as the
+        cell's ``drive``: FORCE's feedback loop)."""
+        return False
+
+
+def time_constant_problem(config: CellConfig, step: float) -> tuple[str, str] | None:
+    """A cell's :meth:`CellConfig.step_problem` when its `tau` is its units' time
+    constant: an Euler step longer than `tau` overshoots the unit's decay."""
+    if config.tau < step:
+        message = f"the {config.kind} cell needs tau >= dt / substeps ({step:g}), got {config.tau}"
+        return "tau", message
+    return None

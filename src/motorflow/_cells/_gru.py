@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
-from ._base import AbstractCell
+from ._base import AbstractCell, CellConfig
 
 
 class GRUCell(AbstractCell):
@@ -32,10 +32,6 @@ class GRUCell(AbstractCell):
         self.gru = eqx.nn.GRUCell(input_size, hidden_size, key=key)
         self.hidden_size = hidden_size
 
-    @classmethod
-    def build(cls, input_size, hidden_size, *, dt, tau, key):
-        return cls(input_size, hidden_size, key=key)
-
     def carry(self, input, hidden):
         # ``h' = z h + (1 - z) n``: the update gate z, with the gates and the candidate
         # taking the previous state without gradient (the analogue of the e-prop
@@ -47,3 +43,14 @@ class GRUCell(AbstractCell):
 
     def __call__(self, input, hidden):
         return self.gru(input, hidden)
+
+
+class GRUConfig(CellConfig):
+    """The gated recurrent unit (Cho et al. 2014): no settings of its own."""
+
+    kind: Literal["gru"] = "gru"
+
+    CELL: ClassVar[type[AbstractCell]] = GRUCell
+
+    def build(self, input_size, hidden_size, *, dt, key):
+        return GRUCell(input_size, hidden_size, key=key)

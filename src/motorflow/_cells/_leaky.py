@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
+from pydantic import Field
 
-from ._base import AbstractCell
+from .._config_base import PositiveNumber
+from ._base import AbstractCell, CellConfig, time_constant_problem
 from ._vanilla import VanillaCell
 
 
@@ -36,10 +38,6 @@ class LeakyCell(AbstractCell):
         self.alpha = dt / tau
         self.hidden_size = hidden_size
 
-    @classmethod
-    def build(cls, input_size, hidden_size, *, dt, tau, key):
-        return cls(input_size, hidden_size, dt=dt, tau=tau, key=key)
-
     def carry(self, input, hidden):
         # The leak: ``(1 - a) h`` is the unit's own path to its next state.
         return jnp.full_like(hidden, 1.0 - self.alpha)
@@ -49,3 +47,22 @@ class LeakyCell(AbstractCell):
 
     def __call__(self, input, hidden):
         return (1.0 - self.alpha) * hidden + self.alpha * self.rnn(input, hidden)
+
+
+class LeakyConfig(CellConfig):
+    """The leaky tanh RNN, a continuous-time rate network with time constant `tau`."""
+
+    kind: Literal["leaky"] = "leaky"
+    tau: PositiveNumber = Field(
+        0.1,
+        description="time constant of the units in seconds (>= the cell's step, `dt / "
+        "substeps`)",
+    )
+
+    CELL: ClassVar[type[AbstractCell]] = LeakyCell
+
+    def build(self, input_size, hidden_size, *, dt, key):
+        return LeakyCell(input_size, hidden_size, dt=dt, tau=self.tau, key=key)
+
+    def step_problem(self, step):
+        return time_constant_problem(self, step)

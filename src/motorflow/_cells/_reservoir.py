@@ -4,14 +4,16 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
+from pydantic import Field
 
-from ._base import AbstractCell
+from .._config_base import Boolean, PositiveNumber
+from ._base import AbstractCell, CellConfig, time_constant_problem
 
 
 class ReservoirCell(AbstractCell):
@@ -61,12 +63,50 @@ class ReservoirCell(AbstractCell):
         self.gain = gain
         self.hidden_size = hidden_size
 
-    @classmethod
-    def build(cls, input_size, hidden_size, *, dt, tau, key, gain=1.5, connectivity=0.1):
-        return cls(
-            input_size, hidden_size, dt=dt, tau=tau, gain=gain, connectivity=connectivity, key=key
-        )
-
     def __call__(self, input, hidden, drive=0.0):
         rate = jnp.tanh(self.gain * (self.weight_rec @ hidden) + self.weight_in @ input + drive)
         return (1.0 - self.alpha) * hidden + self.alpha * rate
+
+
+class ReservoirConfig(CellConfig):
+    """FORCE's sparse random rate network (Sussillo & Abbott 2009), with gain `gain`
+    and time constant `tau`; FORCE trains its readout by RLS (`learning: {kind: rls}`)."""
+
+    kind: Literal["reservoir"] = "reservoir"
+    tau: PositiveNumber = Field(
+        0.1,
+        description="time constant of the units in seconds (>= the cell's step, `dt / "
+        "substeps`; FORCE integrates with a tenth of `tau`)",
+    )
+    gain: PositiveNumber = Field(
+        1.5, description="gain g of the recurrent weights (chaotic above 1; FORCE's 1.5)"
+    )
+    connectivity: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        0.1,
+        description="probability p that a recurrent weight is nonzero (nonzero weights "
+        "drawn from N(0, 1/(p hidden_size)); FORCE's 0.1)",
+    )
+    output_feedback: Boolean = Field(
+        False,
+        description="feed the readout's output back into the cell at every sub-step "
+        "through fixed U(-1, 1) weights (FORCE's feedback loop)",
+    )
+
+    CELL: ClassVar[type[AbstractCell]] = ReservoirCell
+
+    def build(self, input_size, hidden_size, *, dt, key):
+        return ReservoirCell(
+            input_size,
+            hidden_size,
+            dt=dt,
+            tau=self.tau,
+            gain=self.gain,
+            connectivity=self.connectivity,
+            key=key,
+        )
+
+    def step_problem(self, step):
+        return time_constant_problem(self, step)
+
+    def feeds_output_back(self):
+        return self.output_feedback

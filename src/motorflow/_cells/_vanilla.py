@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
-from ._base import AbstractCell
+from ._base import AbstractCell, CellConfig
 
 
 def _uniform(key: PRNGKeyArray, shape: tuple[int, ...], bound: float) -> Array:
@@ -41,13 +41,20 @@ class VanillaCell(AbstractCell):
         self.bias = _uniform(k_bias, (hidden_size,), bound)
         self.hidden_size = hidden_size
 
-    @classmethod
-    def build(cls, input_size, hidden_size, *, dt, tau, key):
-        return cls(input_size, hidden_size, key=key)
-
     def carry(self, input, hidden):
         # No leak: no gradient from one hidden state to the next (one-step memory).
         return jnp.zeros_like(hidden)
 
     def __call__(self, input, hidden):
         return jnp.tanh(self.weight_in @ input + self.weight_rec @ hidden + self.bias)
+
+
+class VanillaConfig(CellConfig):
+    """The vanilla (Elman) tanh RNN: no settings of its own."""
+
+    kind: Literal["rnn"] = "rnn"
+
+    CELL: ClassVar[type[AbstractCell]] = VanillaCell
+
+    def build(self, input_size, hidden_size, *, dt, key):
+        return VanillaCell(input_size, hidden_size, key=key)

@@ -7,28 +7,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import PRNGKeyArray
 
-from .._cells import CELLS, AbstractCell
 from .._config import ModelConfig
 from ._feedback import N_FEEDBACK, FeedbackChannel
 from ._loop import ClosedLoop
 from ._network import Network
-
-
-def _cell(config: ModelConfig, input_size: int, key: PRNGKeyArray) -> AbstractCell:
-    net = config.network
-    # The cell steps `substeps` times per step of the loop.
-    dt = config.dt / net.substeps
-    if net.cell == "reservoir":
-        return CELLS[net.cell].build(
-            input_size,
-            net.hidden_size,
-            dt=dt,
-            tau=net.tau,
-            key=key,
-            gain=net.gain,
-            connectivity=net.connectivity,
-        )
-    return CELLS[net.cell].build(input_size, net.hidden_size, dt=dt, tau=net.tau, key=key)
 
 
 def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -> ClosedLoop:
@@ -41,7 +23,14 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
     - `key`: initialises the network weights.
     """
     cell_key, readout_key = jax.random.split(key)
-    cell = _cell(config, n_task_inputs + N_FEEDBACK, cell_key)
+    network_config = config.network
+    # The cell steps `substeps` times per step of the loop.
+    cell = network_config.cell.build(
+        n_task_inputs + N_FEEDBACK,
+        network_config.hidden_size,
+        dt=config.dt / network_config.substeps,
+        key=cell_key,
+    )
     plant = config.plant.build()
     readout = eqx.nn.Linear(config.network.hidden_size, plant.n_controls, key=readout_key)
     if plant.control_range is not None:
@@ -51,7 +40,7 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
         bias = jnp.full(plant.n_controls, -5.0, dtype=readout.bias.dtype)
         readout = eqx.tree_at(lambda linear: linear.bias, readout, bias)
     output_feedback = None
-    if config.network.output_feedback:
+    if network_config.cell.feeds_output_back():
         # FORCE's feedback weights J^Gz ~ U(-1, 1) (Sussillo & Abbott 2009); their own
         # key, folded from the model's, so that the other weights are drawn as without.
         output_feedback = jax.random.uniform(

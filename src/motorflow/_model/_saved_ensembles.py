@@ -11,6 +11,7 @@ import equinox as eqx
 import jax
 
 from .._atomic import atomic_directory
+from .._cells import CELLS
 from .._config import ModelConfig
 from .._faults import kill_point
 from .._orbax import orbax_checkpoint, restore_target
@@ -71,6 +72,21 @@ def _record(path: Path) -> dict[str, Any]:
     return record
 
 
+def _with_cell_block(model: dict[str, Any]) -> dict[str, Any]:
+    """A model's settings saved before cells had blocks (``network.cell`` a kind, the
+    cell's settings the network's keys, every cell's there) as they are now: the keys
+    its cell takes moved into its block, the other cells' dropped."""
+    network = model.get("network")
+    kind = network.get("cell") if isinstance(network, dict) else None
+    if not (isinstance(kind, str) and kind in CELLS):
+        return model
+    fields = CELLS[kind].model_fields
+    settings = {name for config in CELLS.values() for name in config.model_fields} - {"kind"}
+    cell = {"kind": kind, **{k: v for k, v in network.items() if k in fields}}
+    kept = {key: value for key, value in network.items() if key not in settings}
+    return {**model, "network": {**kept, "cell": cell}}
+
+
 def load_training_record(path: str | Path) -> dict[str, Any]:
     """The `training` values saved with the ensemble at `path` (empty if none)."""
     return _record(Path(path).absolute()).get("training", {})
@@ -81,7 +97,7 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
     logger.info("Reading %s", path)
     path = Path(path).absolute()
     record = _record(path)
-    config = ModelConfig.from_dict(record["model"], "model")
+    config = ModelConfig.from_dict(_with_cell_block(record["model"]), "model")
     skeleton = eqx.filter_eval_shape(
         make_ensemble,
         config,

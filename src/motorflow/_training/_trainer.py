@@ -112,7 +112,7 @@ class Trainer(eqx.Module):
         # One replicate's model, shapes only.
         self.template = eqx.filter_eval_shape(take_replicate, ensemble, 0)
         problem = self.learning_rule.check_model(
-            self.template.network.cell.KIND, self.template.plant, config.trained_paths
+            type(self.template.network.cell), self.template.plant, config.trained_paths
         )
         if problem is not None:
             raise ValueError(f"train.learning ({self.learning_rule.kind}): {problem}")

@@ -4,8 +4,8 @@ Each table of config/README.md sits between ``<!-- generated: <section> -->`` an
 ``<!-- end generated -->``; everything around them is hand-written prose. A row is a
 key path, its default (YAML, as a config writes it) and its meaning: the field's
 ``Field(description=...)``, with the allowed values appended where it names not all
-of them. Each registered member of a family (a plant, a perturbation, a task kind, a
-learning rule, a weight constraint, an update rule) has a section of its own,
+of them. Each registered member of a family (a plant, a cell, a perturbation, a task
+kind, a learning rule, a weight constraint, an update rule) has a section of its own,
 ``<family>.<kind>``, listing the keys it adds to the family's common ones; loss terms
 and analyses are rows of the training and analysis tables. A member with no section
 yet gets one (a heading, its class docstring, its table) after its family's last.
@@ -27,6 +27,7 @@ import annotated_types
 import yaml
 from pydantic.fields import FieldInfo
 
+from .._cells import CELLS, CellConfig
 from .._config import ModelConfig
 from .._config_base import Block
 from .._perturbations import PERTURBATIONS, AbstractPerturbation
@@ -49,6 +50,7 @@ from ._workflow_config import (
 FAMILIES: dict[str, tuple[Mapping[str, type[Block]], type[Block]]] = {
     "tasks": (TASKS, TaskConfig),
     "plants": (PLANTS, PlantConfig),
+    "cells": (CELLS, CellConfig),
     "perturbations": (PERTURBATIONS, AbstractPerturbation),
     "learning_rules": (LEARNING_RULES, AbstractLearningRule),
     "constraints": (CONSTRAINTS, AbstractConstraint),

@@ -25,7 +25,7 @@ def describe_experiment(experiment: Experiment) -> str:
         f"{_a(task.kind)} task ({task.n_steps} steps of {model.dt:g} s"
         + (f", {len(task.perturbations)} training perturbation(s)" if task.perturbations else "")
         + ")",
-        f"{network.cell} network with {network.hidden_size} units"
+        f"{network.cell.kind} network with {network.hidden_size} units"
         + (f" (hidden noise std {network.hidden_noise_std:g})" if network.hidden_noise_std else "")
         + f" controlling {_a(model.plant.kind)}",
         f"feedback delayed {feedback.delay} steps, noise std {feedback.noise_std:g}",

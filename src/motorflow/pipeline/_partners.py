@@ -5,10 +5,11 @@ Each partner rule says which key needs which values of another key of the same
 experiment. A key counts as set when it differs from its documented default (a
 block given in part keeps its defaults, so presence alone says nothing). The
 rules follow the keys' own descriptions: ``weight_decay`` is AdamW's decoupled
-decay (Loshchilov & Hutter 2019), ``momentum`` SGD's heavy ball, ``tau`` the leak
-of the leaky and reservoir cells, ``gain`` and ``connectivity`` FORCE's reservoir
-(Sussillo & Abbott 2009), ``feedback_scale`` e-prop's random feedback (Bellec et
-al. 2020), ``stiffness`` and ``damping`` the corrective target of the RLS readout.
+decay (Loshchilov & Hutter 2019), ``momentum`` SGD's heavy ball, ``feedback_scale``
+e-prop's random feedback (Bellec et al. 2020), ``stiffness`` and ``damping`` the
+corrective target of the RLS readout. A cell's settings need no rule: each is a key
+of its own cell's block only (``network.cell``), so another cell refuses it as an
+unknown key.
 """
 
 from __future__ import annotations
@@ -33,9 +34,6 @@ class Partner:
 
 
 PARTNERS = (
-    Partner("model.network.tau", "model.network.cell", ("leaky", "reservoir")),
-    Partner("model.network.gain", "model.network.cell", ("reservoir",)),
-    Partner("model.network.connectivity", "model.network.cell", ("reservoir",)),
     Partner("training.optimizer.weight_decay", "training.optimizer.name", ("adamw",)),
     Partner("training.optimizer.momentum", "training.optimizer.name", ("sgd",)),
     *(

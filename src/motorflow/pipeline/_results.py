@@ -106,6 +106,8 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     perturbations = [p["kind"] for p in task.get("perturbations", [])]
     network, feedback, plant = model["network"], model["feedback"], model["plant"]
     optimizer = training["optimizer"]
+    # A cell is a block (its kind) in results written since cells had blocks, a kind before.
+    cell = network["cell"]["kind"] if isinstance(network["cell"], Mapping) else network["cell"]
     # The terms that can add to this task's loss: not those of weight 0, nor the hold
     # term of a task that never holds.
     terms = LossConfig.model_validate(training["loss"]).terms
@@ -117,7 +119,7 @@ def _settings_lines(settings: Mapping[str, Any]) -> list[str]:
     lines = [
         f"task: {task['kind']}, {task['n_steps']} steps of {model['dt']:g} s, "
         f"perturbations: {', '.join(perturbations) or 'none'}",
-        f"model: {network['cell']} with {network['hidden_size']} units "
+        f"model: {cell} with {network['hidden_size']} units "
         f"(hidden noise {network['hidden_noise_std']:g}), {plant['kind']} plant, "
         f"feedback delay {feedback['delay']} step{'s' * (feedback['delay'] != 1)}, "
         f"noise {feedback['noise_std']:g}",

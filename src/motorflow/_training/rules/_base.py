@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import jax
 from jaxtyping import PRNGKeyArray, PyTree
 
+from ..._cells import AbstractCell
 from ..._config_base import Block
 from ..._model._loop import PLAIN, ClosedLoop, Rollout, RolloutOptions
 from ..._tasks import Task, Trials
@@ -74,9 +75,11 @@ class AbstractLearningRule(Block):
     # Whether the gradient is the loss's (so each term's part of it means something).
     exact_gradient: ClassVar[bool] = True
 
-    def check_model(self, cell: str, plant: Any, trainable: tuple[str, ...]) -> str | None:
-        """Why this rule cannot train a network of `cell` kind on `plant` (a built
-        plant) with `trainable` parts, or None: checked with the config."""
+    def check_model(
+        self, cell: type[AbstractCell], plant: Any, trainable: tuple[str, ...]
+    ) -> str | None:
+        """Why this rule cannot train a network of `cell` (the cell's class) on `plant`
+        (a built plant) with `trainable` parts, or None: checked with the config."""
         return None
 
     def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> PyTree:

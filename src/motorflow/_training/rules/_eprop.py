@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, PRNGKeyArray
 from pydantic import Field
 
-from ..._cells import CELLS, AbstractCell
+from ..._cells import AbstractCell
 from ..._config_base import Boolean, PositiveInt, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
 from ..._model._loop import ClosedLoop, RolloutOptions
@@ -100,11 +100,11 @@ class EProp(AbstractLearningRule):
     exact_gradient = False
 
     def check_model(self, cell, plant, trainable):
-        traces = CELLS[cell].EPROP_TRACES
+        traces = cell.EPROP_TRACES
         if traces is None:
             return (
                 f"e-prop's eligibility traces are derived for a tanh unit (cell rnn or "
-                f"leaky) and the GRU, not a {cell} cell; use model.network.cell rnn, "
+                f"leaky) and the GRU, not a {cell.KIND} cell; use model.network.cell rnn, "
                 f"leaky or gru"
             )
         if self.online and not plant.linear:
