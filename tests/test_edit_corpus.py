@@ -366,6 +366,8 @@ CORPUS = {
     "figure dpi": (at("figures.dpi", 50), FIGURES),
     "figure replicates": (at("figures.max_replicates", 1), FIGURES),
     "figure format": (at("figures.format", "pdf"), FIGURES),
+    # which experiments a full run draws: its targets, no figure's content
+    "experiments drawn": (at("figures.experiments", ["*"]), NOTHING),
     "library code tracked": (at("track_code", True), jobs("train", "evaluate", "analysis")),
     # analyses and statistics
     "PCA components": (at("analysis.pca.n_components", 2), jobs("analysis")),

@@ -285,6 +285,18 @@ def test_a_single_conditions_pca_panel_is_square_however_wide_the_ensemble_rows(
     assert top.width / top.height == pytest.approx(1, abs=0.02)
 
 
+def test_pca_panels_as_wide_as_the_ensemble_rows_draw_square():
+    # Three conditions of two replicates: the panels fill the figure's width.
+    three = xr.concat([states(), states().isel(condition=[0])], "condition")
+    three = three.assign_coords(condition=np.array(["a", "b", "c"], dtype=object))
+    three.attrs["conditions"] = '{"a": [], "b": [], "c": []}'
+    fig = plot_pca_trajectories(hidden_pca(three, n_components=3), replicate=0)
+    render(fig)
+    for ax in fig.axes[:3]:
+        box = ax.get_window_extent()
+        assert box.width / box.height == pytest.approx(1, abs=0.02)
+
+
 def test_the_rose_plots_radial_labels_sit_off_the_bars():
     # Most units prefer one half of the circle: bars there, labels in the other half.
     crowded = tuning()

@@ -90,13 +90,15 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     fig = Figure(figsize=(width, 4.4 + 2.9 * small_rows + 0.4), layout="constrained")
     outer = fig.add_gridspec(2, 1, height_ratios=[4.4, 2.9 * small_rows])
     # The panels keep their width (4 in each) in the middle of a wider figure.
-    margin = max(width - 1.2 - 4.0 * len(conditions), 0.0) / 2
-    top = outer[0].subgridspec(
-        1, len(conditions) + 2, width_ratios=[margin, *[4.0] * len(conditions), margin]
-    )
+    margin = (width - 1.2 - 4.0 * len(conditions)) / 2
+    if margin > 0.1:
+        ratios = [margin, *[4.0] * len(conditions), margin]
+        top, first = outer[0].subgridspec(1, len(ratios), width_ratios=ratios), 1
+    else:
+        top, first = outer[0].subgridspec(1, len(conditions)), 0
     axes: list[Axes] = []
     for index, condition in enumerate(conditions):
-        ax = fig.add_subplot(top[0, index + 1], sharex=axes[0] if axes else None)
+        ax = fig.add_subplot(top[0, first + index], sharex=axes[0] if axes else None)
         if axes:
             ax.sharey(axes[0])
         # Square panels: a plane of two PCs in one unit, however wide the ensemble's

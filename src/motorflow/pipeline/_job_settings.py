@@ -46,7 +46,9 @@ def job_settings(
     the library's code version is a setting of the train, evaluate and analysis jobs.
     """
     code = {"code": code_version()} if config.track_code else {}
-    figures = flatten_settings({"figures": config.figures.to_dict()})
+    # Which experiments a full run draws is the targets' business, not a figure's.
+    drawing = {k: v for k, v in config.figures.to_dict().items() if k != "experiments"}
+    figures = flatten_settings({"figures": drawing})
     # What the analyses compute; the replicate drawn is the figures' business.
     analysis = {k: v for k, v in config.analysis.to_dict().items() if k != "replicate"}
     replicate = config.analysis.replicate
