@@ -673,7 +673,12 @@ def test_partial_top_level_sections_keep_their_other_defaults():
     config["evaluation"] = {}
     config["resources"] = {"train": {"threads": 4}}
     filled = mfp.parse_config(config).filled_sections()
-    assert filled["figures"] == {"dpi": 40, "format": "png", "max_replicates": 5}
+    assert filled["figures"] == {
+        "dpi": 40,
+        "format": "png",
+        "max_replicates": 5,
+        "experiments": None,
+    }
     assert filled["evaluation"] == {
         "model": "final",
         "goal_radius": 0.05,
