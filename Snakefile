@@ -18,7 +18,7 @@ include: "workflow/rules/packs.smk"
 rule all:
     default_target: True
     input:
-        all_figures(),
+        all_targets(),
 
 
 # Targets of experiments or protocols the config does not define: a clear error.

@@ -34,8 +34,8 @@ def test_a_full_run_draws_only_the_matched_experiments_and_the_others_on_request
         f"experiment={name}" for name in ("noisy", "size-hidden_size6", "size-hidden_size8")
     }
     # Every experiment is still evaluated, analysed and in the sweep figure.
-    evaluated = {wildcards for rule, wildcards in jobs if rule == "evaluate"}
-    assert len(evaluated) == 5
+    for stage in ("evaluate", "analysis"):
+        assert len({wildcards for rule, wildcards in jobs if rule == stage}) == 5, stage
     assert {("sweep_figure", "sweep=size"), ("summary", "")} <= jobs
     # An experiment not drawn: its figure by its path.
     asked = planned_jobs(workdir, "results/figures/quiet/loss.png")

@@ -27,6 +27,7 @@ def _config(hidden_size: int) -> dict:
     config["evaluation"] = {}
     config["models"]["small"]["network"]["hidden_size"] = hidden_size
     config["analysis"] = {"fixed_points": {"n_starts": 2, "steps": 50}}
+    config["figures"]["experiments"] = []  # the comparison figure is each config's own
     return config
 
 

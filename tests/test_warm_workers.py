@@ -206,6 +206,30 @@ def open_descriptors(pid: int) -> int:
     return len(list(Path(f"/proc/{pid}/fd").iterdir()))
 
 
+def socket_inodes(pid: int) -> set[str]:
+    """The sockets process `pid` holds open (each end of a connection is a socket)."""
+    found = (os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return {link for link in found if link.startswith("socket:")}
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="Linux's /proc only")
+def test_a_forked_worker_holds_none_of_the_servers_sockets(warm, tmp_path):
+    """Workers are forked from the server (it imported what the jobs use once), and a
+    fork inherits every descriptor: a worker that kept the server's listening socket,
+    or a busy worker's connections, would keep them open after the server closed them
+    (a job's end unseen). The second worker starts while the first runs a job."""
+    first, first_worker = sleeping_job(tmp_path, "first")
+    second, second_worker = sleeping_job(tmp_path, "second")
+    assert first_worker != second_worker
+    server = socket_inodes(warm.process.pid)
+    for worker in (first_worker, second_worker):
+        held = socket_inodes(worker)
+        assert len(held) == 1 and not held & server  # its own end of its connection
+    for client in (first, second):
+        client.kill()
+        client.wait()
+
+
 def test_a_job_whose_process_dies_has_its_worker_killed_and_the_next_job_runs(warm, tmp_path):
     client, worker = sleeping_job(tmp_path, "killed")
     client.send_signal(signal.SIGKILL)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -138,20 +140,98 @@ def snakemake_env(env: dict[str, str] | None = None) -> dict[str, str]:
 def snakemake(
     workdir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Run snakemake in `workdir`; the library is the one under test."""
+    """Run snakemake in `workdir`; the library is the one under test.
+
+    The command runs in a fork of a process that imported Snakemake and motorflow once
+    (tests/snakemake_forks.py), which saves each command about 5 CPU-s of imports;
+    ``MOTORFLOW_TEST_FORKS=0`` starts a fresh Python for each instead."""
+    command, environment = snakemake_command(*args), snakemake_env(env)
+    forks = _forks(environment)
+    if forks is not None:
+        return _checked(forks.run(command[3:], workdir, environment), command, check)
     result = subprocess.run(  # noqa: PLW1510 - the caller decides what a failure means
-        snakemake_command(*args),
-        cwd=workdir,
-        env=snakemake_env(env),
-        capture_output=True,
-        text=True,
+        command, cwd=workdir, env=environment, capture_output=True, text=True
     )
+    return _checked(result, command, check)
+
+
+def _checked(
+    result: subprocess.CompletedProcess, command: list[str], check: bool
+) -> subprocess.CompletedProcess:
+    args = command[5:]  # after python -m snakemake --cores 2
     if check and result.returncode != 0:
         raise AssertionError(
             f"snakemake {' '.join(args)} failed ({result.returncode}):\n"
             f"{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
         )
     return result
+
+
+# Variables that Python, JAX or XLA read as they start or import: a command whose
+# environment sets one otherwise than the forked process had it starts a fresh Python.
+_READ_AT_START = ("PYTHON", "JAX_", "XLA_", "TF_", "CUDA_")
+
+
+class _Forks:
+    """The xdist worker's process of snakemake_forks.py and the environment it began in."""
+
+    def __init__(self, environment: dict[str, str]):
+        self.environment = _read_at_start(environment)
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("snakemake_forks.py"))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=environment,
+            text=True,
+        )
+        self.pid = os.getpid()
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("tests/snakemake_forks.py did not start")
+
+    def usable(self, environment: dict[str, str]) -> bool:
+        return (
+            self.pid == os.getpid()
+            and self.process.poll() is None
+            and _read_at_start(environment) == self.environment
+        )
+
+    def run(self, args: list[str], workdir: Path, environment: dict[str, str]):
+        folder = Path(tempfile.mkdtemp(prefix="snakemake-", dir=session_folder()))
+        request = {
+            "args": args,
+            "cwd": str(workdir),
+            "env": environment,
+            "stdout": str(folder / "stdout"),
+            "stderr": str(folder / "stderr"),
+        }
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            raise RuntimeError("tests/snakemake_forks.py ended during a command")
+        streams = [(folder / name).read_text(errors="replace") for name in ("stdout", "stderr")]
+        shutil.rmtree(folder)
+        return subprocess.CompletedProcess(
+            [sys.executable, "-m", "snakemake", *args], json.loads(answer), *streams
+        )
+
+
+def _read_at_start(environment: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environment.items() if k.startswith(_READ_AT_START)}
+
+
+_FORKS: list[_Forks] = []
+
+
+def _forks(environment: dict[str, str]) -> _Forks | None:
+    """This process's forking process, started on first use; None where the command
+    must start a fresh Python (``MOTORFLOW_TEST_FORKS=0``, or an environment that sets a
+    variable read at start otherwise)."""
+    if os.environ.get("MOTORFLOW_TEST_FORKS") == "0":
+        return None
+    if not _FORKS or not (_FORKS[0].pid == os.getpid() and _FORKS[0].process.poll() is None):
+        _FORKS[:] = [_Forks(snakemake_env())]
+    return _FORKS[0] if _FORKS[0].usable(environment) else None
 
 
 _JOB = re.compile(r"^(?:local)?rule (\w+):$")

@@ -295,8 +295,11 @@ def experiment_figures(experiment):
 ANALYSIS_FIGURES = tuple(mf.ANALYSES)
 
 
-def all_figures():
+def all_targets():
+    """What a full run makes: every experiment's analyses, the drawn experiments' own
+    figures (figures.experiments) and the figures and tables across experiments."""
     figures = [f"{RESULTS}/figures/comparison.{EXT}", f"{RESULTS}/summary.csv"]
+    figures += [f"{RESULTS}/{name}/analysis.zarr" for name in EXPERIMENTS]
     for name in DRAWN:
         figures += experiment_figures(name)
         if mfp.is_arm(EXPERIMENTS[name].model):

@@ -7,7 +7,10 @@ thread: it accepts jobs on the listening socket, gives each to an idle worker of
 job's key (preferring one that ran the job's script before: it holds that stage's
 compiled programs), starting one while fewer than MAX_WORKERS run, else replacing an
 idle worker of another key, else queueing the job, and returns the worker's status to
-the job. A job whose process goes away has its worker killed; a worker that dies
+the job. A worker starts as a fork of the server, which imports what the jobs use
+once, as the first job arrives (``_warm_worker.preload``; no JAX backend starts here),
+so no worker pays the imports; the fork closes every descriptor of the server's but
+its own connection. A job whose process goes away has its worker killed; a worker that dies
 fails its job. The server ends, killing its workers, when its standard input (a pipe
 from Snakemake) ends; a worker also ends when the server does, however it ends.
 
@@ -26,8 +29,8 @@ import select
 import selectors
 import signal
 import socket
-import subprocess
 import sys
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,11 +74,31 @@ def job_problem(job: Any, secret: str) -> str | None:
 
 
 @dataclass
+class Forked:
+    """A worker process forked from the server (as much of ``subprocess.Popen`` as the
+    server uses)."""
+
+    pid: int
+    returncode: int | None = None
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def wait(self) -> int:
+        if self.returncode is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+@dataclass
 class Worker:
     """A worker process, the server's end of its socket and the job it runs."""
 
     key: tuple[Any, ...]
-    process: subprocess.Popen[bytes]
+    process: Forked
     sock: socket.socket
     job: socket.socket | None = None  # the connection of the job it runs
     ready: bool = False  # it has imported what the jobs use
@@ -102,6 +125,7 @@ class Server:
     # Why workers cannot start here, once one could not: each job then runs itself.
     broken: str | None = None
     running: bool = False
+    preloaded: bool = False
 
     def run(self) -> None:
         self.selector.register(self.listener, selectors.EVENT_READ, self._accept)
@@ -204,20 +228,56 @@ class Server:
         return self._start(key)
 
     def _start(self, key: tuple[Any, ...]) -> Worker:
+        if not self.preloaded:
+            # Once: every worker is forked from here, with what the jobs import imported
+            # (3.6 CPU-s a worker otherwise). No JAX backend starts in this process
+            # (its one thread would not survive a fork): the worker fixes its device
+            # count (the key) first thing.
+            from ._warm_worker import preload
+
+            self.preloaded = True
+            preload()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        environ = {name: value for name, value in os.environ.items() if name != SOCKET_VARIABLE}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "motorflow.pipeline._warm_worker", str(theirs.fileno()),
-             str(self.jobs_per_worker), str(self.memory_growth), *map(str, key)],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=environ,
-        )  # fmt: skip
+        sys.stdout.flush(), sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            self._become_worker(theirs, key)
         theirs.close()
-        worker = Worker(key, process, ours)
+        worker = Worker(key, Forked(pid), ours)
         self.workers.append(worker)
         self.selector.register(ours, selectors.EVENT_READ, lambda s, w=worker: self._done(w))
         return worker
+
+    def _become_worker(self, sock: socket.socket, key: tuple[Any, ...]) -> None:
+        """In the forked child: drop what is the server's, then serve as a worker
+        until it ends; never returns."""
+        from ._warm_worker import serve
+
+        code = 1
+        try:
+            for selected in list(self.selector.get_map().values()):
+                if selected.fileobj is not sys.stdin.buffer:
+                    selected.fileobj.close()
+            for conn, _, fds in self.queue:
+                conn.close()
+                for fd in fds:
+                    os.close(fd)
+            self.selector.close()
+            self.listener.close()
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)  # the server's input is the run's pipe
+            os.close(devnull)
+            os.environ.pop(SOCKET_VARIABLE, None)
+            serve(sock, self.jobs_per_worker, self.memory_growth, *(int(k) for k in key))
+            code = 0
+        except SystemExit as exit:
+            code = exit.code if isinstance(exit.code, int) else 1
+        except BaseException:  # noqa: BLE001 - its status and traceback are the report
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush(), sys.stderr.flush()
+            os._exit(code)
 
     def _done(self, worker: Worker) -> None:
         """The worker is ready, replied (its job's status) or died."""

@@ -1,9 +1,10 @@
 """A warm worker: runs the workflow's job scripts one after another (see ``_warm_workers``).
 
-Run as ``python -m motorflow.pipeline._warm_worker SOCKET_FD JOBS GROWTH THREADS`` by the
-server, for jobs of THREADS threads (its key, ``_job_client.worker_key``): JAX's CPU
-device count is set to that first, so that nothing it imports can start JAX with
-another. It imports what the jobs use once, then for each job it receives takes on the job's
+Forked by the server (:func:`serve`; or run as ``python -m motorflow.pipeline._warm_worker
+SOCKET_FD JOBS GROWTH THREADS``), for jobs of THREADS threads (its key,
+``_job_client.worker_key``): JAX's CPU device count is set to that first, before any
+JAX backend starts (none has in the server it was forked from). It has what the jobs
+use imported (:func:`preload`), then for each job it receives takes on the job's
 environment, working directory, stdout and stderr, runs the script as its own
 process would (``_job.run_job``: ``__name__ == "__main__"``, the job's ``_job.Job``
 as the ``snakemake`` of its globals), puts its own back and replies the exit status.
@@ -174,12 +175,17 @@ def end_with_server(server: int, every: float = 0.2) -> None:
 
 
 def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    serve(sock, *(int(arg) for arg in sys.argv[2:5]))
+
+
+def serve(sock: socket.socket, jobs_left: int, growth: int, threads: int) -> None:
+    """Run the jobs the server sends on `sock` (see the module); in a process of its
+    own (`main`) or forked from the server, which has imported what the jobs use."""
     # Ctrl-C's SIGINT, which its server ignores, reaches a job as in its own process
     # (passed on by the job's process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
     end_with_server(os.getppid())
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    jobs_left, growth, threads = (int(arg) for arg in sys.argv[2:5])
     _faults.kill_point("warm_worker_start")
     import jax
 

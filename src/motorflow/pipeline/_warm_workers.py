@@ -8,7 +8,8 @@ small experiment of a sweep (benchmarks/README.md, "A sweep's fixed cost").
 
 So a local run (``snakemake --cores N``, not a cluster's) starts a server beside
 Snakemake (:func:`start_warm_workers`, from the workflow's ``onstart``) that keeps a
-few worker processes with everything imported. Each job's command is the job client
+few worker processes with everything imported (imported once, in the server, which
+forks each worker). Each job's command is the job client
 (``_job_client``, standard library only): it sends the job (its script, rule,
 description and log, ``_job``), its environment, working directory and its stdout
 and stderr to the server, which runs it in an idle worker; the job's process waits

@@ -128,9 +128,9 @@ class FiguresConfig(Block):
         "each analysis's, the arm's) in a full run: glob patterns over the experiments' "
         "names (`*`, `?`, `[...]`, as the shell's), e.g. `[quiet, 'noise-*_seed0']`; `[]`: "
         "none; unset: every experiment. Each pattern must match an experiment. In a large "
-        "sweep the experiments' figures are most of its time; the summary, comparison and "
-        "sweep figures cover every experiment either way, and another experiment's figure "
-        "is made when asked for by its path",
+        "sweep the experiments' figures are most of its time; every experiment is analysed "
+        "and the summary, comparison and sweep figures cover every experiment either way, "
+        "and another experiment's figure is made when asked for by its path",
     )
 
 
