@@ -188,12 +188,9 @@ class _Forks:
         if self.process.stdout.readline().strip() != "ready":
             raise RuntimeError("tests/snakemake_forks.py did not start")
 
-    def usable(self, environment: dict[str, str]) -> bool:
-        return (
-            self.pid == os.getpid()
-            and self.process.poll() is None
-            and _read_at_start(environment) == self.environment
-        )
+    def alive(self) -> bool:
+        """Started by this process (not inherited through a fork) and still running."""
+        return self.pid == os.getpid() and self.process.poll() is None
 
     def run(self, args: list[str], workdir: Path, environment: dict[str, str]):
         folder = Path(tempfile.mkdtemp(prefix="snakemake-", dir=session_folder()))
@@ -229,9 +226,9 @@ def _forks(environment: dict[str, str]) -> _Forks | None:
     variable read at start otherwise)."""
     if os.environ.get("MOTORFLOW_TEST_FORKS") == "0":
         return None
-    if not _FORKS or not (_FORKS[0].pid == os.getpid() and _FORKS[0].process.poll() is None):
+    if not (_FORKS and _FORKS[0].alive()):
         _FORKS[:] = [_Forks(snakemake_env())]
-    return _FORKS[0] if _FORKS[0].usable(environment) else None
+    return _FORKS[0] if _read_at_start(environment) == _FORKS[0].environment else None
 
 
 _JOB = re.compile(r"^(?:local)?rule (\w+):$")

@@ -238,7 +238,8 @@ class Server:
             self.preloaded = True
             preload()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        sys.stdout.flush(), sys.stderr.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
             ours.close()
@@ -276,7 +277,8 @@ class Server:
         except BaseException:  # noqa: BLE001 - its status and traceback are the report
             traceback.print_exc()
         finally:
-            sys.stdout.flush(), sys.stderr.flush()
+            sys.stdout.flush()
+            sys.stderr.flush()
             os._exit(code)
 
     def _done(self, worker: Worker) -> None:

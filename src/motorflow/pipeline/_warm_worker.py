@@ -1,7 +1,6 @@
 """A warm worker: runs the workflow's job scripts one after another (see ``_warm_workers``).
 
-Forked by the server (:func:`serve`; or run as ``python -m motorflow.pipeline._warm_worker
-SOCKET_FD JOBS GROWTH THREADS``), for jobs of THREADS threads (its key,
+Forked by the server (:func:`serve`), for jobs of one thread count (its key,
 ``_job_client.worker_key``): JAX's CPU device count is set to that first, before any
 JAX backend starts (none has in the server it was forked from). It has what the jobs
 use imported (:func:`preload`), then for each job it receives takes on the job's
@@ -174,14 +173,9 @@ def end_with_server(server: int, every: float = 0.2) -> None:
     threading.Thread(target=watch, name="end-with-server", daemon=True).start()
 
 
-def main() -> None:
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    serve(sock, *(int(arg) for arg in sys.argv[2:5]))
-
-
 def serve(sock: socket.socket, jobs_left: int, growth: int, threads: int) -> None:
-    """Run the jobs the server sends on `sock` (see the module); in a process of its
-    own (`main`) or forked from the server, which has imported what the jobs use."""
+    """Run the jobs the server sends on `sock` (see the module), in a process forked
+    from the server, which has imported what the jobs use."""
     # Ctrl-C's SIGINT, which its server ignores, reaches a job as in its own process
     # (passed on by the job's process).
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -223,7 +217,3 @@ def serve(sock: socket.socket, jobs_left: int, growth: int, threads: int) -> Non
         grown = resident_memory() - ready_memory > growth
         retiring = jobs_left == 0 or grown or near_mapping_limit()
         send(sock, {"status": status, "retiring": retiring})
-
-
-if __name__ == "__main__":
-    main()
