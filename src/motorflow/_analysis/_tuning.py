@@ -9,11 +9,16 @@ import numpy as np
 import xarray as xr
 from pydantic import Field
 
-from .._config_base import NonNegativeNumber, PositiveNumber
+from .._config_base import NonNegativeNumber, PositiveInt, PositiveNumber
 from ._base import AbstractAnalysis, AnalysisInputs
 
 # The steps whose activity a unit's tuning is fitted to (see `movement_activity`).
 TuningWindow = Literal["movement", "acceleration"]
+# What a unit's rate is (see `movement_activity`).
+Rates = Literal["signed", "rectified"]
+# The analysis key's stream for the bimodality test's uniform draws (the fixed-point
+# search draws from the key itself).
+BIMODALITY_STREAM = 1
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -21,7 +26,11 @@ if TYPE_CHECKING:
 
 
 def movement_activity(
-    states: xr.Dataset, *, speed_threshold: float, window: TuningWindow = "movement"
+    states: xr.Dataset,
+    *,
+    speed_threshold: float,
+    window: TuningWindow = "movement",
+    rates: Rates = "signed",
 ) -> xr.DataArray:
     """Each unit's mean hidden activity while the hand moves, `(replicate, condition,
     trial, unit)`.
@@ -33,17 +42,29 @@ def movement_activity(
     along the reach, whereas over the whole movement the braking that follows
     reverses it.
 
+    With `rates` ``"rectified"`` each step's activity counts as ``max(h, 0)``, a rate
+    that cannot be negative, as a neuron's firing rate cannot: a unit of a GRU or tanh
+    network swings either side of zero, and one whose activity is most negative in
+    direction theta would otherwise have its preferred direction opposite theta,
+    which gives two opposite modes of preferred directions for free. (Splitting
+    each unit into its positive and negative parts, the other way to non-negative
+    rates, would make that artefact certain for every unit that crosses zero: the
+    two parts' preferred directions are opposite.)
+
     **Arguments:**
 
     - `states`: the Dataset from `evaluate`, with ``hidden`` `(replicate, condition,
       trial, time, unit)` and ``vel`` `(..., time, component)`.
     - `speed_threshold`: the fraction of the peak speed, in [0, 1].
     - `window`: ``"movement"`` or ``"acceleration"``.
+    - `rates`: ``"signed"`` (the activity as it is) or ``"rectified"``.
     """
     if not 0 <= speed_threshold <= 1:
         raise ValueError(f"speed_threshold must be in [0, 1], got {speed_threshold}")
     if window not in ("movement", "acceleration"):
         raise ValueError(f"window must be 'movement' or 'acceleration', got {window!r}")
+    if rates not in ("signed", "rectified"):
+        raise ValueError(f"rates must be 'signed' or 'rectified', got {rates!r}")
     speed = np.sqrt((states.vel**2).sum("component", skipna=False))
     moving = speed >= speed_threshold * speed.max("time", skipna=False)
     if window == "acceleration":
@@ -51,11 +72,16 @@ def movement_activity(
         # A trial with NaN speed gets no steps (argmax would fail on an all-NaN trial).
         peak = speed.fillna(-np.inf).argmax("time")
         moving = moving & (step <= peak)
-    return states.hidden.where(moving).mean("time")
+    hidden = states.hidden.clip(min=0) if rates == "rectified" else states.hidden
+    return hidden.where(moving).mean("time")
 
 
 def directional_tuning(
-    states: xr.Dataset, *, speed_threshold: float, window: TuningWindow = "movement"
+    states: xr.Dataset,
+    *,
+    speed_threshold: float,
+    window: TuningWindow = "movement",
+    rates: Rates = "signed",
 ) -> xr.Dataset:
     """Each unit's cosine tuning to the reach direction during movement.
 
@@ -74,6 +100,7 @@ def directional_tuning(
     - `speed_threshold`: the fraction of each trial's peak speed above which the hand
       moves.
     - `window`: the whole movement or its acceleration (:func:`movement_activity`).
+    - `rates`: the activity as it is or rectified (:func:`movement_activity`).
 
     Returns a Dataset with dims `(replicate, condition, unit)` and variables
     ``preferred_direction`` (``theta_pd = atan2(b2, b1)`` in [0, 2π), rad),
@@ -81,7 +108,9 @@ def directional_tuning(
     ``r_squared`` (of the fit across trials; NaN for a unit whose activity does not
     vary); the states' coords on those dims and attributes are kept.
     """
-    activity = movement_activity(states, speed_threshold=speed_threshold, window=window)
+    activity = movement_activity(
+        states, speed_threshold=speed_threshold, window=window, rates=rates
+    )
     if "condition" not in activity.dims:
         activity = activity.expand_dims(condition=[""])
     activity = activity.transpose("replicate", "condition", "trial", "unit")
@@ -117,7 +146,12 @@ def directional_tuning(
             "r_squared": (dims, r_squared, {"units": "1"}),
         },
         coords=coords,
-        attrs={**states.attrs, "speed_threshold": speed_threshold, "window": window},
+        attrs={
+            **states.attrs,
+            "speed_threshold": speed_threshold,
+            "window": window,
+            "rates": rates,
+        },
     )
 
 
@@ -176,6 +210,14 @@ class TuningAnalysis(AbstractAnalysis):
         "peak speed, where the motor command points along the reach)",
     )
 
+    rates: Rates = Field(
+        "signed",
+        description="each unit's activity as it is (`signed`) or as a rate that cannot be "
+        "negative (`rectified`: max(h, 0) at each step), as a neuron's firing rate "
+        "cannot; a signed unit most active negatively in one direction gets the "
+        "opposite preferred direction, so two opposite modes come for free",
+    )
+
     min_r_squared: Annotated[NonNegativeNumber, Field(le=1)] = Field(
         0.5,
         description="the units whose cosine fit explains at least this share of their "
@@ -183,14 +225,32 @@ class TuningAnalysis(AbstractAnalysis):
         "bimodality and axis",
     )
 
+    bimodality_draws: Annotated[PositiveInt, Field(ge=100, le=1_000_000)] = Field(
+        10_000,
+        description="sets of uniform directions (as many as the tuned units) the "
+        "bimodality `r` is tested against (`pd_bimodality_p`: the share of them whose `r` "
+        "is at least as large; Lillicrap & Scott 2013 drew 100,000 and asked for p < 0.001)",
+    )
+
     def run(self, inputs: AnalysisInputs) -> xr.Dataset:
+        import jax  # the analysis job's; the figures read the store without it
+
+        from ._bimodality import bimodality_p
+
         tuning = directional_tuning(
-            inputs.states, speed_threshold=self.speed_threshold, window=self.window
+            inputs.states,
+            speed_threshold=self.speed_threshold,
+            window=self.window,
+            rates=self.rates,
         )
-        return xr.merge(
-            [tuning, preferred_direction_axis(tuning, min_r_squared=self.min_r_squared)],
-            combine_attrs="override",
+        axis = preferred_direction_axis(tuning, min_r_squared=self.min_r_squared)
+        axis["pd_bimodality_p"] = bimodality_p(
+            axis.pd_bimodality,
+            axis.pd_n_tuned,
+            key=jax.random.fold_in(inputs.key, BIMODALITY_STREAM),
+            n_draws=self.bimodality_draws,
         )
+        return xr.merge([tuning, axis], combine_attrs="override")
 
     @classmethod
     def figure(cls, analysis: xr.Dataset, *, replicate: int, title: str) -> Figure:

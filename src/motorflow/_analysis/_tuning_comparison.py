@@ -33,9 +33,13 @@ def axial_mean(angles: np.ndarray) -> tuple[float, float]:
     return mean, spread
 
 
-def pooled_axis(analysis: xr.Dataset, condition: str, min_r_squared: float) -> dict[str, float]:
+def pooled_axis(
+    analysis: xr.Dataset, condition: str, min_r_squared: float, *, key=None
+) -> dict[str, float]:
     """The bimodality `r`, axis and Rayleigh p of every replicate's tuned units pooled
-    (as `preferred_direction_axis` computes them per replicate)."""
+    (as `preferred_direction_axis` computes them per replicate); with a random `key`,
+    also the Monte Carlo ``pd_bimodality_p`` (`bimodality_p`, with the store's number
+    of draws)."""
     from ._tuning import preferred_direction_axis
 
     one = analysis.sel(condition=condition)
@@ -45,9 +49,17 @@ def pooled_axis(analysis: xr.Dataset, condition: str, min_r_squared: float) -> d
             for name in ("preferred_direction", "r_squared")
         }
     )
-    axis = preferred_direction_axis(pooled, min_r_squared=min_r_squared).isel(
-        replicate=0, condition=0
-    )
+    axis = preferred_direction_axis(pooled, min_r_squared=min_r_squared)
+    if key is not None:
+        from ._bimodality import bimodality_p
+
+        axis["pd_bimodality_p"] = bimodality_p(
+            axis.pd_bimodality,
+            axis.pd_n_tuned,
+            key=key,
+            n_draws=int(analysis.pd_bimodality_p.attrs["n_draws"]),
+        )
+    axis = axis.isel(replicate=0, condition=0)
     return {name: float(axis[name]) for name in axis.data_vars}
 
 
@@ -64,6 +76,7 @@ def _min_r_squared(analysis: xr.Dataset) -> float:
 _STATISTICS = (
     ("pd_bimodality", "bimodality_r", "1"),
     ("pd_uniformity_p", "rayleigh_p", "1"),
+    ("pd_bimodality_p", "bimodality_p", "1"),
     ("pd_n_tuned", "n_tuned", "units"),
 )
 
@@ -78,7 +91,9 @@ def preferred_direction_table(
     tuned units together).
 
     The statistics: ``bimodality_r`` (the doubled preferred directions' resultant
-    length, `preferred_direction_axis`), ``rayleigh_p`` (its uniformity p), ``n_tuned``
+    length, `preferred_direction_axis`), ``rayleigh_p`` (its uniformity p),
+    ``bimodality_p`` (its Monte Carlo p against as many uniform directions,
+    `bimodality_p`; pooled, from draws keyed by `seed`, the experiment and condition), ``n_tuned``
     (units with ``r_squared`` at least the analysis's ``min_r_squared``) and
     ``axis_deg`` (the modes' axis in degrees, in [0, 180), frame of the hand: 0° to the
     right, 90° away from the body; its mean is the axial circular mean across
@@ -86,12 +101,17 @@ def preferred_direction_table(
     """
     import jax  # only for the table's intervals: the figure module needs none
 
+    from ._bootstrap import name_code
+
     key = jax.random.key(seed)
     rows = []
     for experiment, analysis in analyses.items():
         min_r_squared = _min_r_squared(analysis)
         for condition, one in each_condition(analysis):
-            pooled = pooled_axis(analysis, condition, min_r_squared)
+            pooled_key = key
+            for name in (experiment, str(condition), "bimodality_p"):
+                pooled_key = jax.random.fold_in(pooled_key, name_code(name))
+            pooled = pooled_axis(analysis, condition, min_r_squared, key=pooled_key)
             for variable, statistic, units in _STATISTICS:
                 values = np.asarray(one[variable].values, dtype=np.float64)
                 rows.append(
