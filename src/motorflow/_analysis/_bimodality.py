@@ -3,7 +3,7 @@
 Lillicrap & Scott (2013, Neuron 77:168) call a population's preferred directions
 bimodal where their doubled-angle resultant length `r` exceeds that of 99.9% of
 100,000 draws of as many directions from the uniform distribution (as Verduzco-Flores &
-De Schutter 2022, eLife 11:e67256, Methods, describe the test). Here the p-value is that
+De Schutter 2022, eLife 11:e77216, Methods, describe the test). Here the p-value is that
 share itself, ``(1 + #{r_uniform >= r}) / (1 + n_draws)`` (North, Curtis & Sham 2002,
 Am J Hum Genet 71:439: the observed value counted among the draws, so that p is never
 0), so a network

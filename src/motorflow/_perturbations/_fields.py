@@ -42,9 +42,10 @@ class CurlField(AbstractPerturbation):
     velocity, so it does no work. The curl field of Thoroughman & Shadmehr (2000),
     "Learning of action through adaptive combination of motor primitives", Nature
     407:742-747, doi:10.1038/35037588, was ``F = [[0, 13], [-13, 0]] v`` N s/m,
-    i.e. ``cw`` with strength 13; Shadmehr & Mussa-Ivaldi (1994), J Neurosci
-    14(5):3208-3224, doi:10.1523/JNEUROSCI.14-05-03208.1994, used a curl-like viscous
-    field of similar strength.
+    i.e. ``cw`` with strength 13. It is not the field of Shadmehr & Mussa-Ivaldi
+    (1994), J Neurosci 14(5):3208-3224, doi:10.1523/JNEUROSCI.14-05-03208.1994, whose
+    viscous field B is symmetric (`SHADMEHR_1994_FIELD`, :class:`ViscousField`): the
+    adaptation protocol is theirs, a curl is the field later studies use.
     """
 
     kind: Literal["curl"] = "curl"
