@@ -126,3 +126,13 @@ def test_the_tuning_analysis_stores_the_bimodality_p_of_each_replicate_and_condi
     )
     xr.testing.assert_identical(p, expected.rename(p.name))
     assert analysis.attrs["rates"] == "rectified"
+
+
+def test_draws_beyond_one_block_extend_the_first_blocks_draws():
+    """More draws than a block holds: the first block's sets are the same ones, the
+    next block's are new, and p is bounded by the total count."""
+    few = uniform_bimodality(7, key=KEY, n_draws=10_000)
+    many = uniform_bimodality(7, key=KEY, n_draws=25_000)
+    assert many.size == 25_000 and len(np.unique(many)) == 25_000
+    assert np.isin(few, many).all()
+    assert p_of(np.array([1.0]), np.array([7]), n_draws=25_000)[0] == pytest.approx(1 / 25_001)

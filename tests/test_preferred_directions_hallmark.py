@@ -13,8 +13,8 @@ angles needs r > sqrt(6.9 / N) with N tuned units.
 Measured at this size (2026-11, signed rates): muscle arm pooled r 0.238 over 192
 units (threshold 0.19, axis 101°), point mass 0.013 (replicates' mean 0.075); with
 the config's rectified rates (2026-12-06): muscle arm 0.239 over 172 tuned units
-(threshold 0.20, axis 101°, Monte Carlo p 1/10,001, the floor of 10,000 draws; per
-replicate 0.006-0.10), point mass 0.011 (p 0.98). What the test depends on
+(threshold 0.20, axis 101°, Monte Carlo p 0.0002 against 10,000 draws; per replicate
+0.004-0.11), point mass 0.011 (p 0.98). What the test depends on
 (checked by removing it): with the muscle arm replaced by the point mass
 (`models.muscle_arm.plant: {kind: point_mass, mass: 1.0, damping: 0.0}`) its r is the
 point mass's, 0.013, and the first threshold fails. It took 5 min 52 s on 2 CPU cores

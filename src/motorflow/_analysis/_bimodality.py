@@ -18,19 +18,30 @@ import xarray as xr
 from jaxtyping import PRNGKeyArray
 
 
+# Draws made at once: 10,000 sets of a few hundred units are a few tens of MB.
+_CHUNK = 10_000
+
+
 def uniform_bimodality(n_units: int, *, key: PRNGKeyArray, n_draws: int) -> np.ndarray:
     """The doubled-angle resultant lengths of `n_draws` sets of `n_units` directions
     drawn uniformly, sorted.
 
-    The draws for `n_units` come from ``fold_in(key, n_units)``, so that one set's
-    p-value does not depend on which other unit counts are tested with it. A doubled
-    uniform angle is itself uniform, so the doubled angles are drawn directly.
+    The draws for `n_units` come from ``fold_in(key, n_units)`` (a block of at most
+    10,000 sets from each ``fold_in`` of that by the block's index, so that memory stays
+    bounded however many sets are drawn), so that one set's p-value does not depend on
+    which other unit counts are tested with it. A doubled uniform angle is itself
+    uniform, so the doubled angles are drawn directly.
     """
-    angles = jax.random.uniform(
-        jax.random.fold_in(key, n_units), (n_draws, n_units), maxval=2 * np.pi
-    )
-    angles = np.asarray(angles, dtype=np.float64)
-    return np.sort(np.hypot(np.cos(angles).mean(axis=1), np.sin(angles).mean(axis=1)))
+    key = jax.random.fold_in(key, n_units)
+    lengths = []
+    for block, start in enumerate(range(0, n_draws, _CHUNK)):
+        size = min(_CHUNK, n_draws - start)
+        angles = jax.random.uniform(
+            jax.random.fold_in(key, block), (size, n_units), maxval=2 * np.pi
+        )
+        angles = np.asarray(angles, dtype=np.float64)
+        lengths.append(np.hypot(np.cos(angles).mean(axis=1), np.sin(angles).mean(axis=1)))
+    return np.sort(np.concatenate(lengths))
 
 
 def bimodality_p(
