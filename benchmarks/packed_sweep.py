@@ -4,8 +4,10 @@ train packs (``resources.train.pack``): issue 47 point 3's measurement.
 Each way runs in a fresh copy of the workflow with the real Snakemake: the trial specs
 first (untimed), then the train stage of every experiment (timed: wall seconds, and the
 GPU's utilisation sampled by ``nvidia-smi`` every 200 ms while it runs, where there is
-one). The sweep lists the noise levels first and the seeds last, so a pack of as many
-experiments as there are seeds holds one noise level's seeds: one compiled program. The
+one). The sweep lists the noise levels first and the seeds last. The noise levels
+(0.01, 0.02, ...: none zero, which would draw no noise and so be a program of its own)
+are arrays of the compiled program, so a pack of any of the sweep's experiments is one
+compiled program. The
 compilation cache is warmed by a one-experiment run before the timings. Every job asks
 for one GPU when there is one (``--resources gpu=1``: one job on the card at a time, each
 job its own process); on the CPU the jobs run in warm workers. Usage:
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def sweep_config(args: argparse.Namespace, pack: int, cache: Path) -> dict:
-    noises = [round(0.01 * i, 4) for i in range(args.noises)]
+    noises = [round(0.01 * (i + 1), 4) for i in range(args.noises)]
     gpus = 1 if shutil.which("nvidia-smi") else 0
     return {
         "tasks": {"reach": {"n_steps": 60, "eval": {"n_directions": 4, "distances": [0.1]}}},

@@ -128,6 +128,39 @@ def test_a_vmapped_pack_equals_each_seed_trained_alone_within_the_tolerance(refe
         assert worst == 0.0, worst  # as measured (above)
 
 
+def noisy_member(seed: int, hidden: float, feedback: float) -> dict:
+    """A tiny experiment of `seed` at these noise levels (the network's and the feedback's)."""
+    arguments = member(seed)
+    model = mf.ModelConfig.from_dict(
+        {
+            "network": {"hidden_size": 8, "hidden_noise_std": hidden},
+            "feedback": {"noise_std": feedback},
+        }
+    )
+    init_key = jax.random.split(jax.random.key(seed), 3)[0]
+    ensemble = mf.make_ensemble(
+        model, n_replicates=SMALL["n_replicates"], n_task_inputs=2, key=init_key
+    )
+    return {**arguments, "ensemble": ensemble}
+
+
+def test_noise_levels_are_arrays_one_program_trains_them_each_as_alone(request):
+    # Noise stds are multiplied in (array settings): a noise sweep's experiments share
+    # one program; a zero level (no draws at all) is a program of its own.
+    levels = [(1, 0.01, 0.05), (1, 0.2, 0.05), (1, 0.01, 0.3), (1, 0.0, 0.05), (2, 0.0, 0.05)]
+    members = [noisy_member(*level) for level in levels]
+    alone_results = [alone(arguments) for arguments in members]
+    calls = request.getfixturevalue("calls")
+    results = mf.train_pack(members, vectorize_members=False)
+    assert calls == [3, 2] * 3  # the nonzero levels together, the zero level apart
+    totals = []
+    for result, expected in zip(results, alone_results):
+        assert_same_run(result, expected)
+        totals.append(result.history["loss"]["total"])
+    for i, j in [(0, 1), (0, 2), (0, 3)]:  # each level trains as itself
+        assert not np.array_equal(totals[i], totals[j])
+
+
 EDITS = {
     "seed": lambda: member(7),
     "learning rate": lambda: member(1, optimizer={"learning_rate": 0.02}),

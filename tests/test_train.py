@@ -13,6 +13,7 @@ from conftest import assert_trees_equal, tiny_train_config
 
 import motorflow as mf
 import motorflow.pipeline as mfp
+from motorflow._model._setting import weights
 from motorflow._training._divergence import DivergencePolicy
 from motorflow._training._driver import _chunk_inputs
 from motorflow._training._schedule import WallClock
@@ -441,7 +442,8 @@ def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, c
     jax.clear_caches()
     with caplog.at_level(logging.INFO, logger="motorflow"):
         record = setup.train().record
-    one_replicate = mf.take_replicate(eqx.filter(setup.ensemble.network, eqx.is_array), 0)
+    # Its weights: a noise level (an array setting) is not a parameter.
+    one_replicate = mf.take_replicate(weights(setup.ensemble.network), 0)
     sizes = {entry["size"] for entry in record["parameters"].values()}
     assert sum(e["size"] for e in record["parameters"].values()) == sum(
         x.size for x in jax.tree.leaves(one_replicate)

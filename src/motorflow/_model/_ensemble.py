@@ -11,6 +11,7 @@ from .._config import ModelConfig
 from ._feedback import N_FEEDBACK, FeedbackChannel
 from ._loop import ClosedLoop
 from ._network import Network
+from ._setting import Setting
 
 
 def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -> ClosedLoop:
@@ -52,7 +53,7 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
     network = Network(
         cell=cell,
         readout=readout,
-        hidden_noise_std=float(config.network.hidden_noise_std),
+        hidden_noise_std=Setting.of(config.network.hidden_noise_std, "network.hidden_noise_std"),
         n_substeps=config.network.substeps,
         output_feedback=output_feedback,
     )
@@ -63,7 +64,8 @@ def build_model(config: ModelConfig, *, n_task_inputs: int, key: PRNGKeyArray) -
         n_substeps=config.plant.n_substeps,
         network=network,
         feedback=FeedbackChannel(
-            delay=int(config.feedback.delay), noise_std=float(config.feedback.noise_std)
+            delay=int(config.feedback.delay),
+            noise_std=Setting.of(config.feedback.noise_std, "feedback.noise_std"),
         ),
     )
 

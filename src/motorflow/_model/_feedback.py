@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, PRNGKeyArray
 
+from ._setting import Setting
+
 N_FEEDBACK = 4  # position (x, y), velocity (x, y)
 
 
@@ -20,11 +22,12 @@ class FeedbackChannel(eqx.Module):
     **Arguments:**
 
     - `delay`: delay in steps (>= 0; 0 passes the current state through).
-    - `noise_std`: std of the additive Gaussian noise on every channel.
+    - `noise_std`: std of the additive Gaussian noise on every channel (an array
+      :class:`Setting`, so that noise levels share compiled programs).
     """
 
     delay: int = eqx.field(static=True)
-    noise_std: float = eqx.field(static=True)
+    noise_std: Setting
 
     def init(self, observation: Float[Array, " feedback"]) -> Float[Array, "delay feedback"]:
         """A queue filled with `observation`."""
@@ -40,6 +43,6 @@ class FeedbackChannel(eqx.Module):
         """Push `observation`; return the new queue and the delayed, noisy feedback."""
         line = jnp.concatenate([queue, observation[None]], axis=0)
         delayed = line[0]
-        if self.noise_std > 0:
-            delayed = delayed + self.noise_std * jax.random.normal(key, delayed.shape)
+        if self.noise_std.nonzero:
+            delayed = delayed + self.noise_std.value * jax.random.normal(key, delayed.shape)
         return line[1:], delayed

@@ -7,6 +7,7 @@ import jax
 from jaxtyping import Array, Float, PRNGKeyArray
 
 from .._cells import AbstractCell
+from ._setting import Setting
 
 
 class Network(eqx.Module):
@@ -16,7 +17,8 @@ class Network(eqx.Module):
 
     - `cell`: the recurrent cell.
     - `readout`: linear map from the hidden state to the plant's controls.
-    - `hidden_noise_std`: std of Gaussian noise added to the hidden state each step.
+    - `hidden_noise_std`: std of Gaussian noise added to the hidden state each step
+      (an array :class:`Setting`, so that noise levels share compiled programs).
     - `n_substeps`: the cell's updates per step of the loop (the cell's own step is
       the loop's `dt` divided by this), each seeing the same input; the output is
       the readout of the last. Sussillo & Abbott (2009, Neuron 63:544) integrate
@@ -29,7 +31,7 @@ class Network(eqx.Module):
 
     cell: AbstractCell
     readout: eqx.nn.Linear
-    hidden_noise_std: float = eqx.field(static=True)
+    hidden_noise_std: Setting
     n_substeps: int = eqx.field(static=True, default=1)
     output_feedback: Float[Array, "hidden control"] | None = None
 
@@ -46,6 +48,7 @@ class Network(eqx.Module):
                 hidden = self.cell(input, hidden)
             else:
                 hidden = self.cell(input, hidden, drive=self.output_feedback @ self.readout(hidden))
-        if self.hidden_noise_std > 0:
-            hidden = hidden + self.hidden_noise_std * jax.random.normal(key, hidden.shape)
+        if self.hidden_noise_std.nonzero:
+            noise = jax.random.normal(key, hidden.shape)
+            hidden = hidden + self.hidden_noise_std.value * noise
         return hidden, self.readout(hidden)

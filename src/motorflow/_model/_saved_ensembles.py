@@ -16,6 +16,7 @@ from .._config import ModelConfig
 from .._faults import kill_point
 from .._orbax import orbax_checkpoint, restore_target
 from ._ensemble import make_ensemble, n_replicates
+from ._setting import fill_settings, is_setting, is_weight, weights
 
 logger = logging.getLogger("motorflow")
 
@@ -39,7 +40,8 @@ def save_ensemble(
     With `optimizer_state` (the training's final one), it is saved beside the arrays,
     for an experiment that continues it (:func:`load_optimizer_state`). `training`
     (plain values: which parameters these are, which replicates diverged) is kept in
-    the record, read back by :func:`load_training_record`. The directory appears
+    the record, read back by :func:`load_training_record`. The model's
+    :class:`Setting`'s are not saved: the config holds them. The directory appears
     complete or not at all; an existing one is replaced.
     """
     record = {
@@ -52,7 +54,7 @@ def save_ensemble(
     with atomic_directory(path) as tmp:
         tmp.mkdir(parents=True)
         with orbax_checkpoint().StandardCheckpointer() as checkpointer:
-            checkpointer.save(tmp / _ARRAYS, eqx.filter(ensemble, eqx.is_array))
+            checkpointer.save(tmp / _ARRAYS, weights(ensemble))
             if optimizer_state is not None:
                 checkpointer.save(tmp / _OPTIMIZER, optimizer_state)
         (tmp / _CONFIG).write_text(json.dumps(record, indent=1, sort_keys=True))
@@ -105,10 +107,34 @@ def load_ensemble(path: str | Path) -> tuple[eqx.Module, ModelConfig]:
         n_task_inputs=record["n_task_inputs"],
         key=jax.random.key(0),
     )
-    arrays, static = eqx.partition(skeleton, lambda x: isinstance(x, jax.ShapeDtypeStruct))
+    skeleton = fill_settings(skeleton, config.to_dict())
+    return _restore_weights(path / _ARRAYS, skeleton), config
+
+
+def _name(path: jax.tree_util.KeyPath) -> str:
+    return jax.tree_util.keystr(path, simple=True, separator=".")
+
+
+def _restore_weights(folder: Path, skeleton: eqx.Module) -> eqx.Module:
+    """`skeleton` (its weights shape-only) with the weights saved in `folder`, matched
+    by name (``network.readout.weight``): a file's tree need not be the model's (one
+    saved while a noise level was a static field has no entry for it)."""
+    wanted = {_name(path): leaf for path, leaf in jax.tree.leaves_with_path(weights(skeleton))}
     with orbax_checkpoint().StandardCheckpointer() as checkpointer:
-        restored = checkpointer.restore(path / _ARRAYS, restore_target(arrays))
-    return eqx.combine(restored, static), config
+        on_disk = checkpointer.metadata(folder).item_metadata.tree
+        saved = [entry.name for entry in jax.tree.leaves(on_disk)]
+        if sorted(saved) != sorted(wanted):
+            raise ValueError(
+                f"{folder} holds the arrays {sorted(saved)}, but the model its config "
+                f"builds has {sorted(wanted)}: it was saved by another model"
+            )
+        target = jax.tree.map(lambda entry: wanted[entry.name], on_disk)
+        restored = checkpointer.restore(folder, restore_target(target))
+    found = {_name(path): leaf for path, leaf in jax.tree.leaves_with_path(restored)}
+    return jax.tree_util.tree_map_with_path(
+        lambda path, leaf: found[_name(path)] if isinstance(leaf, jax.ShapeDtypeStruct) else leaf,
+        skeleton,
+    )
 
 
 def load_optimizer_state(path: str | Path, like: Any) -> Any:
@@ -128,10 +154,10 @@ def load_optimizer_state(path: str | Path, like: Any) -> Any:
 def adopt_weights(ensemble: eqx.Module, source: eqx.Module) -> eqx.Module:
     """`ensemble` with the arrays of `source` (another ensemble of the same shapes) in
     place of its own; its settings without weights (noise, delays, plant) are kept."""
-    arrays, static = eqx.partition(ensemble, eqx.is_array)
+    arrays, rest = eqx.partition(ensemble, is_weight, is_leaf=is_setting)
     mine, structure = jax.tree.flatten(arrays)
-    theirs = jax.tree.leaves(eqx.filter(source, eqx.is_array))
+    theirs = jax.tree.leaves(weights(source))
     shapes = [x.shape for x in mine], [x.shape for x in theirs]
     if shapes[0] != shapes[1]:
         raise ValueError(f"the ensembles' arrays differ in shape: {shapes[0]} vs {shapes[1]}")
-    return eqx.combine(jax.tree.unflatten(structure, theirs), static)
+    return eqx.combine(jax.tree.unflatten(structure, theirs), rest)

@@ -5,7 +5,8 @@ A GPU spends about the same time on a batch whatever the replicate count (the la
 of a rollout's sequential steps dominate), so a small experiment run alone uses a sliver
 of it. :func:`train_pack` runs one :func:`training_steps` generator per experiment and
 advances them in lockstep: the experiments waiting on the same chunk of the same program
-(equal :class:`ProgramKey`: equal settings and shapes, e.g. a seed sweep) are computed
+(equal :class:`ProgramKey`: equal settings and shapes, e.g. a seed or noise sweep; a
+noise level is an array, :class:`motorflow._model._setting.Setting`) are computed
 by one compiled call over a new leading member axis, and each takes back its own slice.
 Everything else (resuming, validation, checkpoints, history, callbacks, preemption) is
 each experiment's own run, exactly as :func:`train` does it.
@@ -64,9 +65,9 @@ def train_pack(
     Returns each experiment's :class:`TrainResult`, in the order of `members`.
 
     Experiments share a call when their trainers have the same :class:`ProgramKey`
-    (every setting that is not an array and every shape equal: a seed sweep's) and wait
-    on the same batches; the others (another learning rate, another noise level, a run
-    that resumed elsewhere) run in calls of their own, in the same lockstep. One
+    (every setting that is not an array and every shape equal: a seed sweep's, or a
+    sweep of nonzero noise levels) and wait on the same batches; the others (another
+    learning rate, a zero noise level, a run that resumed elsewhere) run in calls of their own, in the same lockstep. One
     experiment's edit therefore never changes another's result: on the CPU (``lax.map``)
     each equals bitwise its run alone; vmapped, it is equal within float rounding to it,
     and bitwise the same across edits of the others whenever the call's width is the same

@@ -14,6 +14,7 @@ from jaxtyping import Array, Int
 
 from .._config_errors import ConfigError
 from .._model._attribute_paths import attribute_getter
+from .._model._setting import setting_mask
 from ._config import OptimizerConfig, TrainConfig
 
 
@@ -41,7 +42,8 @@ def _is_inexact(leaf: Any) -> bool:
 
 
 def trainable_filter(model: Any, paths: Sequence[str], config_key: str = "trainable") -> Any:
-    """A pytree of bools like `model`: True on floating-point arrays under any of `paths`.
+    """A pytree of bools like `model`: True on floating-point arrays under any of `paths`
+    (never on a :class:`~motorflow._model._setting.Setting`'s value).
 
     `model` may be shape-only (built under ``eqx.filter_eval_shape``), so paths can
     be checked without computing anything.
@@ -49,14 +51,18 @@ def trainable_filter(model: Any, paths: Sequence[str], config_key: str = "traina
     Raises :class:`ConfigError` (under `config_key`) for a path that names no part of
     the model or selects no floating-point array.
     """
+    # A setting (a noise level held as an array) never trains.
+    trainable = jax.tree.map(
+        lambda leaf, fixed: not fixed and _is_inexact(leaf), model, setting_mask(model)
+    )
     spec = jax.tree.map(lambda _: False, model)
     for path in paths:
         _check_path(model, path, config_key)
         get = attribute_getter(path)
         spec = eqx.tree_at(get, spec, replace=jax.tree.map(lambda _: True, get(spec)))
-        if not any(jax.tree.leaves(jax.tree.map(_is_inexact, get(model)))):
+        if not any(jax.tree.leaves(get(trainable))):
             raise ConfigError(config_key, f"{path!r} selects no trainable (floating-point) arrays")
-    return jax.tree.map(lambda selected, leaf: selected and _is_inexact(leaf), spec, model)
+    return jax.tree.map(lambda selected, free: selected and free, spec, trainable)
 
 
 def trained_subsets(model: Any, train: TrainConfig, path: str = "train") -> list[tuple[int, Any]]:

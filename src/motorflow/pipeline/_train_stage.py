@@ -108,8 +108,8 @@ def train_experiments(
     jobs: Sequence[TrainJob], *, vectorize_members: bool | None = None
 ) -> None:
     """Train (or resume) several experiments as a pack (:func:`motorflow.train_pack`):
-    those that share their compiled program (equal settings but the seed, and equal
-    shapes) train as one call per chunk; each is written as :func:`train_experiment`
+    those that share their compiled program (equal settings but the seed and the noise
+    levels, and equal shapes) train as one call per chunk; each is written as :func:`train_experiment`
     writes it alone, with the same result (bitwise on the CPU; on a GPU, within float
     rounding of its run alone, and independent of the other members: every call is
     padded to the pack's size).

@@ -198,7 +198,7 @@ class PackedStageResources(StageResources):
         "jobs per stage, not hundreds (Snakemake's own cost grows with its job count; see "
         "the large sweeps' guide). `train`: those with `init_from` train alone; a pack "
         "trains on one device, and its experiments that share a compiled program (every "
-        "setting but the seed equal: put `seed` last in a grid) train as one call per "
+        "setting but the seed and the noise levels equal: put `seed` last in a grid) train as one call per "
         "chunk, vmapped over experiments on a GPU; each result is its run alone's (bitwise "
         "on the CPU; on a GPU expected within float rounding, not yet measured). The other "
         "stages run a pack's experiments one after another, each as its own job would "
