@@ -1,19 +1,20 @@
-"""A seed x noise sweep's trainings through the workflow, one experiment per job against
+"""A seed x setting sweep's trainings through the workflow, one experiment per job against
 train packs (``resources.train.pack``): issue 47 point 3's measurement.
 
 Each way runs in a fresh copy of the workflow with the real Snakemake: the trial specs
 first (untimed), then the train stage of every experiment (timed: wall seconds, and the
 GPU's utilisation sampled by ``nvidia-smi`` every 200 ms while it runs, where there is
-one). The sweep lists the noise levels first and the seeds last. The noise levels
-(0.01, 0.02, ...: none zero, which would draw no noise and so be a program of its own)
-are arrays of the compiled program, so a pack of any of the sweep's experiments is one
-compiled program. The
+one). The sweep lists the setting's levels first and the seeds last: `--setting noise`
+(the feedback noise std 0.01, 0.02, ...: none zero, which would draw no noise and so be
+a program of its own), `learning-rate` (0.001, 0.002, ...) or `effort-weight` (the
+effort term's weight 1, 2, ...). Each is an array of the compiled program, so a pack of
+any of the sweep's experiments is one compiled program. The
 compilation cache is warmed by a one-experiment run before the timings. Every job asks
 for one GPU when there is one (``--resources gpu=1``: one job on the card at a time, each
 job its own process); on the CPU the jobs run in warm workers. Usage:
 
-    python benchmarks/packed_sweep.py [--seeds 10] [--noises 10] [--packs 1 10 100]
-        [--batches 200] [--batch-size 32] [--hidden 32] [--cores 16]
+    python benchmarks/packed_sweep.py [--setting noise] [--seeds 10] [--levels 10]
+        [--packs 1 10 100] [--batches 200] [--batch-size 32] [--hidden 32] [--cores 16]
 
 Prints a line per pack size: jobs, wall seconds, ratio to pack 1, mean and median GPU
 utilisation (%); and checks that every experiment's trained model is the same in every
@@ -39,8 +40,16 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Per --setting: the grid key and its i-th level.
+SETTINGS = {
+    "noise": ("model.feedback.noise_std", lambda i: round(0.01 * (i + 1), 4)),
+    "learning-rate": ("training.optimizer.learning_rate", lambda i: round(0.001 * (i + 1), 4)),
+    "effort-weight": ("training.loss.effort.weight", lambda i: float(i + 1)),
+}
+
+
 def sweep_config(args: argparse.Namespace, pack: int, cache: Path) -> dict:
-    noises = [round(0.01 * (i + 1), 4) for i in range(args.noises)]
+    key, level = SETTINGS[args.setting]
     gpus = 1 if shutil.which("nvidia-smi") else 0
     return {
         "tasks": {"reach": {"n_steps": 60, "eval": {"n_directions": 4, "distances": [0.1]}}},
@@ -59,9 +68,9 @@ def sweep_config(args: argparse.Namespace, pack: int, cache: Path) -> dict:
         "sweeps": {
             "grid": {
                 "experiment": "base",
-                # Seeds last: consecutive experiments are one noise level's seeds.
+                # Seeds last: consecutive experiments are one level's seeds.
                 "grid": {
-                    "model.feedback.noise_std": noises,
+                    key: [level(i) for i in range(args.levels)],
                     "seed": list(range(args.seeds)),
                 },
             }
@@ -158,7 +167,8 @@ def device() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--noises", type=int, default=10)
+    parser.add_argument("--setting", choices=list(SETTINGS), default="noise")
+    parser.add_argument("--levels", "--noises", dest="levels", type=int, default=10)
     parser.add_argument("--packs", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--batches", type=int, default=200)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -200,7 +210,7 @@ def main() -> None:
             print(json.dumps({"pack": pack, "jobs": jobs, "wall_s": round(wall, 1)}), flush=True)
         base = results[0][2]
         print(f"device {device()}, {len(names)} experiments "
-              f"({args.noises} noise levels x {args.seeds} seeds), {args.batches} batches of "
+              f"({args.levels} levels of {args.setting} x {args.seeds} seeds), {args.batches} batches of "
               f"{args.batch_size}, hidden {args.hidden}")  # fmt: skip
         for pack, jobs, wall, gpu, *worst in results:
             difference = f", largest relative difference to pack 1 {worst[0]:.2e}" if worst else ""

@@ -464,8 +464,9 @@ def test_the_run_record_names_parameters_devices_versions_and_step_times(tiny, c
 def test_trainings_of_equal_settings_share_their_programs_and_train_as_alone(tiny):
     # A seed sweep's experiments in one warm worker: the second of two trainings of
     # equal settings and shapes (other weights, other keys) compiles nothing and ends
-    # bitwise where it ends alone; one whose settings differ only in a number the
-    # programs hold as a constant (the learning rate) compiles its own.
+    # bitwise where it ends alone, and so does one of another learning rate (an argument
+    # of the programs); one whose settings differ in a number the programs hold as a
+    # constant (the clipping norm) compiles its own.
     setup = tiny()
     other_weights = mf.make_ensemble(
         setup.model_config,
@@ -474,10 +475,12 @@ def test_trainings_of_equal_settings_share_their_programs_and_train_as_alone(tin
         key=jax.random.key(7),
     )
     faster = tiny_train_config(optimizer={"learning_rate": 0.03})
+    clipped = tiny_train_config(optimizer={"clip_global_norm": 1.0})
     runs = {
         "first": (setup.ensemble, setup.config, setup.train_key),
         "other seed": (other_weights, setup.config, jax.random.key(8)),
         "other rate": (other_weights, faster, jax.random.key(8)),
+        "clipped": (other_weights, clipped, jax.random.key(8)),
     }
 
     def train(name):
@@ -492,7 +495,9 @@ def test_trainings_of_equal_settings_share_their_programs_and_train_as_alone(tin
     jax.clear_caches()
     in_turn = {name: train(name) for name in runs}
     compiled = {name: in_turn[name].record["timing"]["compile_seconds"] for name in runs}
-    assert compiled["first"] > 0 and compiled["other seed"] == 0 and compiled["other rate"] > 0
+    # A learning rate is an argument of the programs; clipping keys programs of its own.
+    assert compiled["first"] > 0 and compiled["other seed"] == compiled["other rate"] == 0
+    assert compiled["clipped"] > 0
     for name in runs:
         assert_trees_equal(
             eqx.filter(in_turn[name].ensemble, eqx.is_array),

@@ -10,6 +10,7 @@ default of every key it does not name (at every depth), and every error becomes 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar, Union
 
@@ -173,6 +174,10 @@ def _frozen(value: Any) -> Any:
         return tuple((key, _frozen(item)) for key, item in items)
     if isinstance(value, list):
         return tuple(_frozen(item) for item in value)
+    if isinstance(value, float) and math.isnan(value):
+        # NaN hashes by identity: a program form's ARGUMENT, dumped afresh each time
+        # (`motorflow._program_form`), must hash alike (a validated block holds none).
+        return "NaN"
     return value
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pydantic
 
 from .._config_base import Block, registry
+from .._program_form import with_arguments
 from ._base import AbstractLossTerm
 from ._effort import EffortTerm
 from ._final_velocity import FinalVelocityTerm
@@ -24,6 +25,14 @@ class _Terms(Block):
     def terms(self) -> dict[str, AbstractLossTerm]:
         """Every term by name, in a fixed order."""
         return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def program_form(self) -> _Terms:
+        """The block as it keys a compiled program: every term's `weight`
+        :data:`motorflow._program_form.ARGUMENT` (the trainer passes the weights as
+        arrays, :attr:`motorflow.Trainer.loss_weights`)."""
+        return self.model_copy(
+            update={name: with_arguments(term, ["weight"]) for name, term in self.terms.items()}
+        )
 
 
 LossConfig = pydantic.create_model(

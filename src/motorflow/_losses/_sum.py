@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import jax.numpy as jnp
@@ -35,6 +36,14 @@ def loss_terms(
     }
 
 
-def total_loss(config: LossConfig, terms: dict[str, Array]) -> Array:
-    """The weighted sum of the terms."""
-    return sum(config.terms[name].weight * value for name, value in terms.items())
+def total_loss(
+    config: LossConfig,
+    terms: dict[str, Array],
+    *,
+    weights: Mapping[str, float | Array] | None = None,
+) -> Array:
+    """The weighted sum of the terms: by `weights` (per term, a number or a scalar
+    array: a trainer's, :attr:`motorflow.Trainer.loss_weights`), else by the config's."""
+    if weights is None:
+        weights = {name: term.weight for name, term in config.terms.items()}
+    return sum(weights[name] * value for name, value in terms.items())

@@ -14,6 +14,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, Strict, WithJsonSch
 
 from .._config_base import Block
 from .._config_errors import ConfigError
+from .._program_form import with_arguments
 
 # A window edge within this fraction of a step of a step's time counts as that step,
 # so ``start: 0.3`` with ``dt: 0.01`` starts at step 30 despite float rounding.
@@ -200,6 +201,12 @@ class AbstractPerturbation(Block):
         needs no validated config.
         """
         return settings["kind"]
+
+    def program_form(self) -> AbstractPerturbation:
+        """The block as it keys a compiled program: its drawn settings and `probability`
+        :data:`motorflow._program_form.ARGUMENT` (they reach :meth:`effects` as the
+        trials' drawn `params`, arrays), so perturbations of other strengths share one."""
+        return with_arguments(self, (*self.DRAWN, "probability"))
 
     def ranges(self) -> dict[str, tuple[float, float]]:
         """Each drawn setting as ``(low, high)`` (a number as a range of width zero)."""

@@ -92,6 +92,15 @@ class TaskConfig(Block):
             return parse_task(data, path)
         return super().from_dict(data, path)
 
+    def program_form(self) -> Self:
+        """The block as it keys a compiled program: its perturbations' program forms
+        (:meth:`AbstractPerturbation.program_form`: their drawn settings are the trials'
+        arrays)."""
+        if not self.perturbations:
+            return self
+        forms = tuple(p.program_form() for p in self.perturbations)
+        return self.model_copy(update={"perturbations": forms})
+
     @abc.abstractmethod
     def draw(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         """`n_trials` training trials from `key`, without perturbations."""

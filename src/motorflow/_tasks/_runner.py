@@ -31,6 +31,10 @@ class Task(eqx.Module):
         """Task inputs the network receives each step (the goal, and a go cue if any)."""
         return self.config.n_inputs
 
+    def program_form(self) -> Task:
+        """The task as it keys a compiled program (:meth:`TaskConfig.program_form`)."""
+        return Task(self.config.program_form())
+
     def sample(self, n_trials: int, *, key: PRNGKeyArray) -> Trials:
         """`n_trials` training trials of the task's kind, drawn from `key`; the
         perturbations from ``fold_in(key, 1)``."""

@@ -47,6 +47,14 @@ class Trials(eqx.Module):
             self.go_step,
         )
 
+    def program_form(self) -> Trials:
+        """These trials as a compiled program takes them: their perturbations in their
+        program form (:meth:`AbstractPerturbation.program_form`), so trials of other
+        perturbation strengths (drawn into `params`) are arguments of the same program."""
+        if not self.perturbations:
+            return self
+        return self.perturbed_by(tuple(p.program_form() for p in self.perturbations), self.params)
+
     def with_go_step(self, go_step: Int[Array, "*trials"]) -> Trials:
         """These trials with the go cue at `go_step` (as int32)."""
         return Trials(

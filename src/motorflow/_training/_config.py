@@ -22,6 +22,7 @@ from .._config_base import (
 )
 from .._config_errors import ConfigError
 from .._losses import LossConfig
+from .._program_form import ARGUMENT, with_arguments
 from ._schedule import BatchSchedule, TimedSchedule
 from .constraints import AnyConstraint
 from .rules import BPTT, AnyLearningRule
@@ -97,6 +98,13 @@ class OptimizerConfig(Block):
         None, description="clip each replicate's gradient to this global norm"
     )
     schedule: ScheduleConfig = ScheduleConfig()
+
+    def program_form(self) -> OptimizerConfig:
+        """The block as it keys a compiled program: its learning rates
+        :data:`motorflow._program_form.ARGUMENT` (arrays of the optimizer's:
+        :class:`motorflow._training._optimizer.LeafOptimizer`)."""
+        groups = dict.fromkeys(self.learning_rates, ARGUMENT)
+        return with_arguments(self, ["learning_rate"]).model_copy(update={"learning_rates": groups})
 
 
 # Training keys that shape only the resume state (checkpoints) and the logs, never the
@@ -291,6 +299,14 @@ class TrainConfig(Block):
         """Every path that trains in some stage, in order of first mention."""
         paths = [*self.trainable, *(p for stage in self.stages for p in stage.trainable)]
         return tuple(dict.fromkeys(paths))
+
+    def program_form(self) -> TrainConfig:
+        """The block as it keys a compiled program: the optimizer's and the loss's
+        program forms (learning rates and loss weights are the trainer's arrays), so
+        trainings that differ only in them share their programs."""
+        return self.model_copy(
+            update={"optimizer": self.optimizer.program_form(), "loss": self.loss.program_form()}
+        )
 
     def result_settings(self) -> dict[str, Any]:
         """`to_dict` without the keys that shape only the resume state and the log

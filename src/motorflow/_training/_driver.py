@@ -331,7 +331,8 @@ def _chunk_inputs(
     index = np.arange(start, start + length, dtype=np.int32)
     flags = np.zeros((length, plan.rule_flags.shape[1]), bool)
     flags[: stop - start] = plan.rule_flags[start:stop]
-    return jax.tree.map(batches, trials), index, index < stop, flags
+    # The trials' program form: runs of other perturbation strengths share a program.
+    return jax.tree.map(batches, trials.program_form()), index, index < stop, flags
 
 
 def _first(records: BatchRecords, n: int) -> BatchRecords:

@@ -23,7 +23,7 @@ from ._config import OptimizerConfig
 
 
 def learning_rate_schedule(
-    config: OptimizerConfig, n_batches: int, learning_rate: float | None = None
+    config: OptimizerConfig, n_batches: int, learning_rate: float | Array | None = None
 ) -> optax.Schedule:
     """The learning rate as a function of the batch index.
 
@@ -31,17 +31,24 @@ def learning_rate_schedule(
 
     - `config`: the optimizer config (its schedule).
     - `n_batches`: the run's length (where the cosine decay ends).
-    - `learning_rate`: the peak (or initial) rate the schedule starts from: a group's
+    - `learning_rate`: the peak (or initial) rate the schedule starts from, a number or
+      a scalar array (traced: the trainer's, so that rates share a program): a group's
       rate in `config.learning_rates`; None: `config.learning_rate`.
     """
     lr, spec = config.learning_rate if learning_rate is None else learning_rate, config.schedule
     if spec.kind == "warmup_cosine":
-        return optax.warmup_cosine_decay_schedule(
-            init_value=0.0,
-            peak_value=lr,
-            warmup_steps=spec.warmup_steps,
-            decay_steps=max(n_batches, spec.warmup_steps + 1),
-            end_value=lr * spec.end_factor,
+        # optax.warmup_cosine_decay_schedule, composed here: it tests its peak against
+        # zero in Python, which a traced rate cannot answer. Its cosine's floor,
+        # ``end_value / peak_value``, is `end_factor` (a rate is positive).
+        decay_steps = max(n_batches, spec.warmup_steps + 1)
+        return optax.join_schedules(
+            [
+                optax.linear_schedule(0.0, lr, spec.warmup_steps),
+                optax.cosine_decay_schedule(
+                    lr, decay_steps - spec.warmup_steps, alpha=spec.end_factor
+                ),
+            ],
+            [spec.warmup_steps],
         )
     if spec.kind == "exponential":
         return optax.exponential_decay(
@@ -51,17 +58,24 @@ def learning_rate_schedule(
 
 
 def make_optimizer(
-    config: OptimizerConfig, n_batches: int, learning_rates: Any = None
+    config: OptimizerConfig,
+    n_batches: int,
+    learning_rates: Any = None,
+    *,
+    learning_rate: float | Array | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """The configured optimizer of one replicate's parameters:
 
         optax.chain(
             zero_inactive(),
             optax.clip_by_global_norm(config.clip_global_norm),  # or optax.identity()
-            per_array({rate: optax.chain(
-                optax.scale_by_adam(),  # adamw: then optax.add_decayed_weights(...)
-                scale_by_batch_schedule(learning_rate_schedule(config, n_batches, rate)),
-            )}, learning_rates),
+            per_array(
+                # each array's own, on its peak rate's schedule:
+                optax.chain(
+                    optax.scale_by_adam(),  # adamw: then optax.add_decayed_weights(...)
+                    scale_by_batch_schedule(learning_rate_schedule(config, n_batches, rate)),
+                ),
+            ),
         )
 
     (SGD in place of Adam: ``optax.trace(momentum)``, or no transformation without
@@ -80,31 +94,38 @@ def make_optimizer(
     - `config`: the optimizer config.
     - `n_batches`: the run's length (for the learning-rate schedule).
     - `learning_rates`: per parameter array (a tree like the parameters), its peak
-      learning rate: its group's in `config.learning_rates`, else
-      `config.learning_rate` (:func:`motorflow._trainable.learning_rates`). None:
-      `config.learning_rate` for every array.
+      learning rate, a number or a scalar array: its group's in
+      `config.learning_rates`, else `config.learning_rate`
+      (:func:`motorflow._trainable.learning_rates`). None: `learning_rate` for every
+      array.
+    - `learning_rate`: the base rate, a number or a scalar array (None:
+      `config.learning_rate`).
     """
+
+    def one(rate: Any) -> optax.GradientTransformation:
+        schedule = learning_rate_schedule(config, n_batches, rate)
+        return optax.chain(*_direction(config), scale_by_batch_schedule(schedule))
+
+    # An array's label is its position in `learning_rates` (a rate may be a traced
+    # array, which cannot be a key); without them, every array is labelled 0.
+    if learning_rates is None:
+        base = config.learning_rate if learning_rate is None else learning_rate
+        transforms = {0: one(base)}
+    else:
+        rates, structure = jax.tree.flatten(learning_rates)
+        transforms = {index: one(rate) for index, rate in enumerate(rates)}
+        positions = jax.tree.unflatten(structure, range(len(rates)))
 
     def labels(params: Any) -> Any:
         if learning_rates is None:
-            return jax.tree.map(lambda _: config.learning_rate, params)
-        return learning_rates
+            return jax.tree.map(lambda _: 0, params)
+        return positions
 
-    rates = {config.learning_rate, *jax.tree.leaves(learning_rates)}
     clip = config.clip_global_norm
     return optax.chain(
         zero_inactive(),
         optax.identity() if clip is None else optax.clip_by_global_norm(clip),
-        per_array(
-            {
-                rate: optax.chain(
-                    *_direction(config),
-                    scale_by_batch_schedule(learning_rate_schedule(config, n_batches, rate)),
-                )
-                for rate in rates
-            },
-            labels,
-        ),
+        per_array(transforms, labels),
     )
 
 
@@ -216,9 +237,11 @@ def per_array(
 class LeafOptimizer(eqx.Module):
     """One replicate's optimizer: :func:`make_optimizer`'s transformation, applied.
 
-    Holds only its settings (no arrays, no closures), so that two trainers of equal
-    settings compare equal and share their compiled programs; the transformation is
-    built where it is used, inside the traced function.
+    Its learning rates are arrays (arguments of the compiled programs) and the rest of
+    its config static in its program form (:meth:`OptimizerConfig.program_form`), so
+    that two trainers that differ in their learning rates only share their compiled
+    programs (and train as one call of a pack); the transformation is built where it is
+    used, inside the traced function.
 
     **Arguments:**
 
@@ -230,16 +253,26 @@ class LeafOptimizer(eqx.Module):
 
     config: OptimizerConfig
     n_batches: int
-    learning_rates: Any = None
+    learning_rate: Array
+    learning_rates: Any
+
+    def __init__(self, config: OptimizerConfig, n_batches: int, learning_rates: Any = None):
+        self.config, self.n_batches = config.program_form(), n_batches
+        self.learning_rate = jnp.asarray(config.learning_rate, jnp.float32)
+        self.learning_rates = jax.tree.map(
+            lambda rate: jnp.asarray(rate, jnp.float32), learning_rates
+        )
 
     @property
     def transformation(self) -> optax.GradientTransformationExtraArgs:
-        return make_optimizer(self.config, self.n_batches, self.learning_rates)
+        return make_optimizer(
+            self.config, self.n_batches, self.learning_rates, learning_rate=self.learning_rate
+        )
 
     @property
     def schedule(self) -> optax.Schedule:
         """The base rate's schedule: the learning rate the history records."""
-        return learning_rate_schedule(self.config, self.n_batches)
+        return learning_rate_schedule(self.config, self.n_batches, self.learning_rate)
 
     def init(self, params: Any) -> Any:
         """The optimizer state of one replicate's `params` (a plain pytree of arrays)."""

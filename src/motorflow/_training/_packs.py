@@ -5,8 +5,9 @@ A GPU spends about the same time on a batch whatever the replicate count (the la
 of a rollout's sequential steps dominate), so a small experiment run alone uses a sliver
 of it. :func:`train_pack` runs one :func:`training_steps` generator per experiment and
 advances them in lockstep: the experiments waiting on the same chunk of the same program
-(equal :class:`ProgramKey`: equal settings and shapes, e.g. a seed or noise sweep; a
-noise level is an array, :class:`motorflow._model._setting.Setting`) are computed
+(equal :class:`ProgramKey`: equal settings and shapes, e.g. a sweep of seeds, noise
+levels, learning rates, loss weights or perturbation strengths, which are arrays:
+:class:`motorflow._model._setting.Setting`, :meth:`Trainer.program_form`) are computed
 by one compiled call over a new leading member axis, and each takes back its own slice.
 Everything else (resuming, validation, checkpoints, history, callbacks, preemption) is
 each experiment's own run, exactly as :func:`train` does it.
@@ -65,9 +66,11 @@ def train_pack(
     Returns each experiment's :class:`TrainResult`, in the order of `members`.
 
     Experiments share a call when their trainers have the same :class:`ProgramKey`
-    (every setting that is not an array and every shape equal: a seed sweep's, or a
-    sweep of nonzero noise levels) and wait on the same batches; the others (another
-    learning rate, a zero noise level, a run that resumed elsewhere) run in calls of their own, in the same lockstep. One
+    (every setting that is not an array and every shape equal: a sweep of seeds,
+    nonzero noise levels, learning rates, loss weights or perturbation strengths) and
+    wait on the same batches; the others (another optimizer or schedule, a zero noise
+    level, a run that resumed elsewhere) run in calls of their own, in the same
+    lockstep. One
     experiment's edit therefore never changes another's result: on the CPU (``lax.map``)
     each equals bitwise its run alone; vmapped, it is equal within float rounding to it,
     and bitwise the same across edits of the others whenever the call's width is the same
@@ -259,9 +262,10 @@ def describe_difference(a: ChunkRequest, b: ChunkRequest) -> str:
     """Why two requests cannot share a call, in words: the settings they differ in."""
     if (a.start, a.stop) != (b.start, b.stop):
         return f"it trains batches {b.start}:{b.stop}, not {a.start}:{a.stop}"
+    forms = a.trainer.program_form(), b.trainer.program_form()
     for block, x, y in (
-        ("train", a.trainer.config, b.trainer.config),
-        ("task", a.trainer.task.config, b.trainer.task.config),
+        ("train", *(form.config for form in forms)),
+        ("task", *(form.task.config for form in forms)),
     ):
         if x != y:
             keys = _differing_keys(x.to_dict(), y.to_dict())
@@ -281,7 +285,7 @@ def _differing_keys(a: Mapping[str, Any], b: Mapping[str, Any], prefix: str = ""
         x, y = a.get(name), b.get(name)
         if isinstance(x, Mapping) and isinstance(y, Mapping):
             found += _differing_keys(x, y, f"{prefix}{name}.")
-        elif x != y:
+        elif x != y and not (x != x and y != y):  # a program form's arguments dump as NaN
             found.append(f"{prefix}{name}")
     return found
 

@@ -115,7 +115,7 @@ def update_replicates(
 def term_gradient_norms(trainer: Trainer, params, frozen, trials: Trials, key, trained_in):
     """Per loss term, the gradient norm of its weighted part (one backward pass each)."""
     names = list(trainer.config.loss.terms)
-    weights = jnp.asarray([term.weight for term in trainer.config.loss.terms.values()])
+    weights = jnp.stack([trainer.loss_weights[name] for name in names])
 
     options = trainer.config.learning.backpropagation_options()
 

@@ -95,7 +95,8 @@ def trial_pieces(trainer: Trainer, frozen, trials: Trials, key) -> Pieces:
         )(drives, loop_states, options)
         span = Span(first, trainer.task.n_steps, drives.start_pos)
         terms = loss_terms(trainer.config.loss, rollouts, targets, span)
-        return total_loss(trainer.config.loss, terms), (terms, rollouts)
+        total = total_loss(trainer.config.loss, terms, weights=trainer.loss_weights)
+        return total, (terms, rollouts)
 
     return Pieces(start, loss)
 

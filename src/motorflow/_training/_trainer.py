@@ -39,11 +39,13 @@ class Trainer(eqx.Module):
     """The pure functions of one training run, closed over its static setup.
 
     A trainer is a pytree: its arrays (the ensemble's untrained ones, the stages'
-    tables, the constraints' masks) are the compiled programs' arguments and the rest
-    (settings, shapes, the layout) their key. Its compiled methods (:meth:`run_chunk`,
+    tables, the constraints' masks, the learning rates, the loss weights) are the
+    compiled programs' arguments and the rest (settings, shapes, the layout), in its
+    :meth:`program_form`, their key. Its compiled methods (:meth:`run_chunk`,
     :meth:`validate`) are :class:`shared_program`'s: trainers of equal settings and
-    shapes (a seed sweep's experiments in one warm process) share their programs,
-    traced and compiled once.
+    shapes (a seed sweep's experiments in one warm process, or a sweep of learning
+    rates, loss weights or perturbation strengths) share their programs, traced and
+    compiled once.
 
     **Arguments:**
 
@@ -79,6 +81,7 @@ class Trainer(eqx.Module):
     layout: ReplicateLayout
     _replicates_per_step: int | None
     optimizer: LeafOptimizer
+    _loss_weights: tuple[Array, ...]
 
     def __init__(
         self,
@@ -136,11 +139,35 @@ class Trainer(eqx.Module):
         self.optimizer = LeafOptimizer(
             config.optimizer, config.n_batches, eqx.filter(rates, selected)
         )
+        # A tuple, not a dict: the static part of a dict of arrays would not hash.
+        self._loss_weights = tuple(
+            jnp.asarray(term.weight, jnp.float32) for term in config.loss.terms.values()
+        )
 
     @functools.cached_property
     def _program_parts(self):
-        """The compiled methods' key and this trainer's arrays (:func:`program_parts`)."""
-        return program_parts(self)
+        """The compiled methods' key and this trainer's arrays (:func:`program_parts`):
+        the key of the trainer in its program form (:meth:`program_form`)."""
+        return program_parts(self.program_form())
+
+    @property
+    def loss_weights(self) -> dict[str, Array]:
+        """Each loss term's weight, a float32 scalar: an argument of the compiled
+        programs (trainings of other weights share them), by term name."""
+        return dict(zip(self.config.loss.terms, self._loss_weights, strict=True))
+
+    def program_form(self) -> Trainer:
+        """This trainer as its compiled programs see it: its training and task configs
+        in their program forms (:meth:`TrainConfig.program_form`,
+        :meth:`TaskConfig.program_form`), whose learning rates, loss weights and drawn
+        perturbation settings are :data:`motorflow._program_form.ARGUMENT`. The programs
+        read those from arrays (the optimizer's rates, :attr:`loss_weights`, the trials'
+        drawn params), so trainers that differ only in them share their programs."""
+        return eqx.tree_at(
+            lambda t: (t.config, t.task),
+            self,
+            (self.config.program_form(), self.task.program_form()),
+        )
 
     def init(self, *, key: PRNGKeyArray, learning_key: PRNGKeyArray | None = None) -> TrainState:
         """The state before the first batch; `key` seeds the per-batch noise and
@@ -185,7 +212,8 @@ class Trainer(eqx.Module):
         keys = jax.random.split(key, trials.init_pos.shape[0])
         rollouts, targets = run_trials(model, self.task, trials, keys, options=options)
         terms = loss_terms(self.config.loss, rollouts, targets)
-        return total_loss(self.config.loss, terms), (terms, rollouts if states else None)
+        total = total_loss(self.config.loss, terms, weights=self.loss_weights)
+        return total, (terms, rollouts if states else None)
 
     def replicate_batch(self, params, frozen, trials: Trials, *, key: PRNGKeyArray) -> Batch:
         """What the learning rule sees of one replicate's batch: its loss as a function

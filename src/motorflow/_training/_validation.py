@@ -34,7 +34,9 @@ class Validation:
     def __init__(
         self, trainer: Trainer, trials: Trials, key: PRNGKeyArray, policy: DivergencePolicy
     ):
-        self.trainer, self.trials, self.key, self.policy = trainer, trials, key, policy
+        self.trainer, self.key, self.policy = trainer, key, policy
+        # As the compiled programs take them (:meth:`Trials.program_form`).
+        self.trials = trials.program_form()
 
     def __call__(
         self, state: TrainState, batch: int, history: History
@@ -51,9 +53,7 @@ class Validation:
             diverged_at = np.where(frozen_here, batch, diverged_at).astype(np.int32)
             state = eqx.tree_at(lambda s: s.diverged_at, state, jnp.asarray(diverged_at))
         losses = {k: np.where(diverged_at == HEALTHY, v, np.nan) for k, v in losses.items()}
-        alignment = trainer.alignment(
-            state.params, state.learning_state, self.trials, key=self.key
-        )
+        alignment = trainer.alignment(state.params, state.learning_state, self.trials, key=self.key)
         record_alignment(
             history,
             batch,
