@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-import numpy as np
 import pytest
 import xarray as xr
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from figure_checks import check_saves_as_vector_graphics, layout_problems
 from matplotlib.figure import Figure
 from workflow_helpers import finished_tiny_pipeline
 
@@ -73,50 +72,6 @@ def figures(tmp_path_factory) -> dict[str, Figure]:
     return drawn
 
 
-def layout_problems(figure: Figure) -> list[str]:
-    """What each legend of `figure` covers: labels, titles, tick labels, data points."""
-    canvas = FigureCanvasAgg(figure)  # a figure made as Figure() has no renderer of its own
-    canvas.draw()
-    renderer = canvas.get_renderer()
-    legends = [*figure.legends, *(ax.get_legend() for ax in figure.axes if ax.get_legend())]
-    texts = []
-    for ax in figure.axes:
-        if ax.axison:
-            texts += [ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(), *ax.get_yticklabels()]
-        texts.append(ax.title)
-    texts = [text for text in texts if text.get_visible() and text.get_text().strip()]
-    problems = []
-    for legend in legends:
-        box = legend.get_window_extent(renderer)
-        for text in texts:
-            if box.overlaps(text.get_window_extent(renderer)):
-                problems.append(f"a legend covers the text {text.get_text()!r}")
-        for ax in figure.axes:
-            for artist in [*ax.lines, *ax.collections]:
-                points = _display_points(artist)
-                inside = (
-                    (points[:, 0] > box.x0)
-                    & (points[:, 0] < box.x1)
-                    & (points[:, 1] > box.y0)
-                    & (points[:, 1] < box.y1)
-                )
-                if inside.any():
-                    problems.append(f"a legend covers {int(inside.sum())} points of {artist}")
-    return problems
-
-
-def _display_points(artist) -> np.ndarray:
-    """Where `artist`'s data points are drawn, in display coordinates (pixels)."""
-    if hasattr(artist, "get_xydata"):
-        points = np.asarray(artist.get_xydata(), float)
-        transform = artist.get_transform()
-    else:
-        points = np.asarray(artist.get_offsets(), float)
-        transform = artist.get_offset_transform()
-    points = points[np.isfinite(points).all(axis=-1)] if points.size else points.reshape(0, 2)
-    return transform.transform(points) if len(points) else points.reshape(0, 2)
-
-
 def test_the_run_draws_every_figure_it_writes(figures):
     kinds = [*ANALYSES, "loss", "trajectories", "speed"]
     expected = {f"{name}/{kind}.png" for name in EXPERIMENTS for kind in kinds}
@@ -131,9 +86,4 @@ def test_no_legend_covers_a_label_a_title_or_data(figures):
 
 @pytest.mark.parametrize("suffix", [".pdf", ".svg"])
 def test_every_figure_saves_as_vector_graphics(figures, tmp_path, suffix):
-    from motorflow.pipeline._outputs import save_figure
-
-    for name, figure in figures.items():
-        path = (tmp_path / name.replace("/", "-")).with_suffix(suffix)
-        save_figure(figure, path, dpi=40)
-        assert path.stat().st_size > 0, name
+    check_saves_as_vector_graphics(figures, tmp_path, suffix)

@@ -3,13 +3,14 @@ least-squares skew-symmetric one."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 import xarray as xr
 from scipy.stats import special_ortho_group
 
 import motorflow as mf
-from motorflow._analysis._jpca import fit_skew_symmetric
+from motorflow._analysis._jpca_fit import fit_skew_symmetric
 
 N_UNITS, N_TRIALS, N_STEPS, DT = 12, 8, 40, 0.01
 
@@ -183,7 +184,7 @@ def test_a_condition_shuffle_destroys_a_rotation_shared_across_conditions():
     own, the rotational fit explains far less of a rotation (each unit still oscillates,
     so the ratio alone stays high: R²_skew is what the control tells apart), while the
     shuffle keeps every unit's own time courses and the mean over conditions."""
-    from motorflow._analysis._jpca import shuffle_conditions
+    from motorflow._analysis._jpca_fit import shuffle_conditions
 
     result = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_shuffles=50, seed=1)
     assert float(result.jpca_r2_skew.min()) > 0.75  # measured 0.83-0.84
@@ -198,11 +199,69 @@ def test_a_condition_shuffle_destroys_a_rotation_shared_across_conditions():
     assert np.isnan(mf.hidden_jpca(embedded(rotation()), n_pcs=4).jpca_shuffled_r2_skew).all()
 
 
+def test_maximum_entropy_surrogates_tell_a_rotation_from_chance_and_decay_not():
+    """The field's control (Elsayed & Cunningham 2017): surrogates with the data's
+    covariances across time, units and reach directions rotate far less consistently
+    than a rotation shared across reaches (p < 0.05 with 50 surrogates: measured 0.02,
+    0.04), while a decay is no more rotational than its surrogates (measured 0.98, 0.69)."""
+    turning_ = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_surrogates=50, seed=1)
+    assert turning_.jpca_surrogate_r2_ratio.dims == ("replicate", "condition", "surrogate")
+    assert turning_.sizes["surrogate"] == 50
+    assert (turning_.jpca_surrogate_p < 0.05).all()
+    # p counts the data among the surrogates: (1 + those at least the data's) / (1 + n).
+    ratios, observed = turning_.jpca_surrogate_r2_ratio, turning_.jpca_r2_ratio
+    np.testing.assert_allclose(
+        turning_.jpca_surrogate_p, (1 + (ratios >= observed).sum("surrogate")) / 51, rtol=1e-6
+    )
+    decaying = mf.hidden_jpca(embedded(decay(), noise=0.01), n_pcs=4, n_surrogates=50, seed=1)
+    assert (decaying.jpca_surrogate_p > 0.2).all()
+    again = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_surrogates=50, seed=1)
+    xr.testing.assert_identical(again, turning_)
+    other = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_surrogates=50, seed=2)
+    assert not np.array_equal(other.jpca_surrogate_r2_ratio, turning_.jpca_surrogate_r2_ratio)
+    # Without surrogates: no such variable, and p is NaN (not a number that looks like chance).
+    plain = mf.hidden_jpca(embedded(rotation()), n_pcs=4)
+    assert "jpca_surrogate_r2_ratio" not in plain and np.isnan(plain.jpca_surrogate_p).all()
+
+
+def test_the_analysis_draws_its_surrogates_from_the_experiments_analysis_key():
+    from motorflow._analysis._jpca import SURROGATE_STREAM
+
+    states = embedded(rotation(), noise=0.01)
+    analysis = mf.JPCAAnalysis(n_pcs=4, n_shuffles=0, n_surrogates=10)
+
+    def run(seed: int) -> xr.Dataset:
+        key = jax.random.key(seed)
+        inputs = mf.AnalysisInputs(states, ensemble=None, task=None, center_out=None, key=key)
+        return analysis.run(inputs)
+
+    expected = mf.hidden_jpca(
+        states,
+        n_pcs=4,
+        n_surrogates=10,
+        key=jax.random.fold_in(jax.random.key(3), SURROGATE_STREAM),
+    )
+    xr.testing.assert_identical(run(3), expected)
+    assert not np.array_equal(run(4).jpca_surrogate_r2_ratio, expected.jpca_surrogate_r2_ratio)
+
+
+def test_the_figure_shows_the_datas_ratio_against_its_surrogates():
+    result = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_surrogates=30, seed=1)
+    figure = mf.JPCAAnalysis.figure(result, replicate=1, title="t")
+    histogram = next(ax for ax in figure.axes if ax.get_ylabel() == "surrogates")
+    assert sum(bar.get_height() for bar in histogram.patches) == 30
+    (line,) = histogram.lines
+    assert line.get_xdata()[0] == pytest.approx(float(result.jpca_r2_ratio[1, 0]))
+    p = float(result.jpca_surrogate_p[1, 0])
+    assert histogram.get_title().endswith(f"p = {p:.2g}")
+
+
 def stores() -> dict[str, xr.Dataset]:
     """Two experiments' jPCA stores: a rotation and a decay, two replicates each."""
-    turning_ = mf.hidden_jpca(embedded(rotation(), noise=0.01), n_pcs=4, n_shuffles=20)
+    options = {"n_pcs": 4, "n_shuffles": 20, "n_surrogates": 20}
+    turning_ = mf.hidden_jpca(embedded(rotation(), noise=0.01), **options)
     decaying = mf.hidden_jpca(
-        embedded(np.concatenate([decay(), decay(rate=6.0)]), noise=0.01), n_pcs=4, n_shuffles=20
+        embedded(np.concatenate([decay(), decay(rate=6.0)]), noise=0.01), **options
     )
     return {"rotation": turning_, "decay": decaying}
 
@@ -214,7 +273,8 @@ def test_the_comparison_table_gives_each_replicate_and_the_mean_with_its_interva
     assert list(table.experiment.unique()) == ["rotation", "decay"]
     statistics = {"r2_skew", "r2_best", "r2_ratio", "plane_variance", "frequency"}
     assert statistics <= set(table.statistic)
-    assert {"shuffled_r2_skew_p95", "shuffled_r2_ratio_p95"} <= set(table.statistic)
+    controls = {"shuffled_r2_skew_p95", "shuffled_r2_ratio_p95", "surrogate_r2_ratio_p95"}
+    assert controls | {"surrogate_p"} <= set(table.statistic)
     units = dict(zip(table.statistic, table.units))
     assert units["frequency"] == "Hz" and units["r2_ratio"] == "1"
     rows = table.set_index(["experiment", "statistic"])
@@ -226,6 +286,12 @@ def test_the_comparison_table_gives_each_replicate_and_the_mean_with_its_interva
         assert row.low <= row["mean"] <= row.high
     assert rows.loc[("rotation", "r2_ratio"), "mean"] > 0.9
     assert rows.loc[("decay", "r2_ratio"), "mean"] < 0.1
+    # Each replicate's surrogates' 95th percentile, and its p-value.
+    surrogates = analyses["rotation"].jpca_surrogate_r2_ratio.isel(condition=0).values
+    row = rows.loc[("rotation", "surrogate_r2_ratio_p95")]
+    np.testing.assert_allclose(row.replicate_1, np.percentile(surrogates[1], 95), rtol=1e-6)
+    p = analyses["rotation"].jpca_surrogate_p.isel(condition=0).values
+    np.testing.assert_allclose(rows.loc[("rotation", "surrogate_p"), "replicate_0"], p[0])
 
 
 def test_the_comparison_figure_draws_a_rosette_per_experiment_and_the_fits():
@@ -238,8 +304,13 @@ def test_the_comparison_figure_draws_a_rosette_per_experiment_and_the_fits():
     ratio = float(analyses["rotation"].jpca_r2_ratio.isel(replicate=1, condition=0))
     assert rosettes[0].get_title().endswith(f"ratio {ratio:.2f}")
     assert [tick.get_text() for tick in fits.get_xticklabels()] == list(analyses)
-    # Every replicate's three values and its shuffle control, per experiment.
-    assert sum(len(c.get_offsets()) for c in fits.collections) == 2 * 2 * 4
+    # Every replicate's three values, its shuffle control and its surrogates' p95, per
+    # experiment; the last at the surrogates' 95th percentile of the ratio.
+    assert sum(len(c.get_offsets()) for c in fits.collections) == 2 * 2 * 5
+    p95 = np.percentile(analyses["decay"].jpca_surrogate_r2_ratio.isel(condition=0), 95, axis=-1)
+    np.testing.assert_allclose(fits.collections[-1].get_offsets()[:, 1], p95)
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert "ratio, surrogates p95" in labels
 
 
 def test_the_skew_fit_of_states_that_span_fewer_dimensions_is_still_least_squares():

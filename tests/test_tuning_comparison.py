@@ -34,6 +34,12 @@ def analysis_store(preferred: np.ndarray, r_squared: np.ndarray) -> xr.Dataset:
 
 @pytest.fixture
 def analyses() -> dict[str, xr.Dataset]:
+    return two_experiments()
+
+
+def two_experiments() -> dict[str, xr.Dataset]:
+    """Analysis stores of an experiment of uniform preferred directions and of one
+    bimodal on AXIS, whose other half of units is untuned."""
     rng = np.random.default_rng(0)
     uniform = rng.uniform(0, 2 * np.pi, (N_REP, N_UNITS))
     # Two opposite modes on AXIS: von Mises around AXIS and AXIS + π.

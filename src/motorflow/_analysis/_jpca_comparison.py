@@ -1,7 +1,8 @@
 """The numbers of the rotational-dynamics comparison across experiments: per experiment
 how much of the hidden dynamics a rotation explains (Churchland et al. 2012), per
-replicate, with the mean's interval across replicates and the condition-shuffle control
-(Michaels et al. 2016)."""
+replicate, with the mean's interval across replicates, the condition-shuffle control
+(Michaels et al. 2016) and the tensor maximum entropy surrogates (Elsayed & Cunningham
+2017)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ STATISTICS = (
     ("jpca_frequency", "frequency", "Hz"),
     ("jpca_shuffled_r2_skew", "shuffled_r2_skew_p95", "1"),
     ("jpca_shuffled_r2_ratio", "shuffled_r2_ratio_p95", "1"),
+    ("jpca_surrogate_r2_ratio", "surrogate_r2_ratio_p95", "1"),
+    ("jpca_surrogate_p", "surrogate_p", "1"),
 )
 
 
@@ -42,16 +45,23 @@ def rotation_table(
     ``plane_variance``, the top jPC plane's share of the normalised data's variance;
     ``frequency``, its rotation (Hz); ``shuffled_r2_skew_p95`` and
     ``shuffled_r2_ratio_p95``, the 95th percentiles over condition shuffles (the
-    control: a replicate's rotation is more than chance where its value exceeds these).
+    control: a replicate's rotation is more than chance where its value exceeds these);
+    ``surrogate_r2_ratio_p95``, the 95th percentile of the ratio over tensor maximum
+    entropy surrogates (Elsayed & Cunningham 2017), and ``surrogate_p``, the share of
+    surrogates (counting the data) whose ratio reaches the replicate's.
     """
     key = jax.random.key(seed)
     rows = []
     for experiment, analysis in analyses.items():
         for condition, one in each_condition(analysis):
             for variable, statistic, units in STATISTICS:
-                if variable in one:
+                if variable in one and "surrogate" in one[variable].dims:
+                    # Per replicate, the 95th percentile of its surrogates' ratios.
+                    surrogates = one[variable].transpose("replicate", "surrogate").values
+                    values = np.array([_p95(row) for row in np.asarray(surrogates, np.float64)])
+                elif variable in one:
                     values = np.asarray(one[variable].values, dtype=np.float64).ravel()
-                else:  # a store written without the shuffle control
+                else:  # a store written without the control
                     values = np.full(one.sizes["replicate"], np.nan)
                 rows.append(
                     interval_row(
@@ -66,3 +76,9 @@ def rotation_table(
                     )
                 )
     return comparison_table(rows, confidence=confidence)
+
+
+def _p95(values: np.ndarray) -> float:
+    """The 95th percentile of the finite `values` (NaN for none)."""
+    finite = values[np.isfinite(values)]
+    return float(np.percentile(finite, 95)) if finite.size else np.nan

@@ -5,7 +5,8 @@ they share)."""
 from ._arm import plot_arm_postures
 from ._comparison import plot_comparison
 from ._fixed_points import plot_fixed_points
-from ._hidden_states import plot_jpca, plot_pca_trajectories, plot_tuning
+from ._hidden_states import plot_pca_trajectories, plot_tuning
+from ._jpca import plot_jpca
 from ._losses import plot_loss_history
 from ._protocol import curve_interval, plot_protocol, protocol_curve, protocol_summary
 from ._ranked import plot_ranked_comparison

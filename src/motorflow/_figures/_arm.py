@@ -15,6 +15,7 @@ from ._style import (
     by_condition,
     final_goal,
     label_condition_row,
+    settled,
     square_limits,
     suptitle,
 )
@@ -104,7 +105,7 @@ def plot_arm_postures(
     _arm_legend(fig)
     add_angle_colorbar(fig, list(grid.flat))
     suptitle(fig, f"{title} (replicate {replicate})".strip())
-    return fig
+    return settled(fig)
 
 
 def _arm_legend(fig: Figure) -> None:

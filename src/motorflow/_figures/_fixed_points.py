@@ -12,7 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ._style import add_angle_colorbar, angle_colors, no_data, suptitle
+from ._style import add_angle_colorbar, angle_colors, no_data, settled, suptitle
 
 
 def _plane_axes(fixed_points: xr.Dataset, pca: xr.Dataset | None, replicate: int):
@@ -133,4 +133,4 @@ def plot_fixed_points(
     add_angle_colorbar(fig, [ax, eig_ax])
     counts = f"{int(kept.sum())} fixed points found, {int(filled.sum())} stable"
     suptitle(fig, "\n".join(filter(None, [title, f"replicate {replicate}: {counts}"])))
-    return fig
+    return settled(fig)

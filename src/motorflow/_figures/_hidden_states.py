@@ -19,7 +19,7 @@ from ._style import (
     by_condition,
     condition_label,
     no_data,
-    square_limits,
+    settled,
     suptitle,
 )
 
@@ -137,7 +137,7 @@ def plot_pca_trajectories(pca: xr.Dataset, *, replicate: int = 0, title: str = "
     if conditions[0] or len(conditions) > 1:
         heading += f" ({conditions[0] or 'unperturbed'})"
     suptitle(fig, "\n".join(filter(None, [title, heading])))
-    return fig
+    return settled(fig)
 
 
 def _draw_variance_shares(ax: Axes, pca: xr.Dataset) -> None:
@@ -234,71 +234,4 @@ def plot_tuning(tuning: xr.Dataset, *, title: str = "") -> Figure:
     else:
         no_data(depth_ax)
     suptitle(fig, title)
-    return fig
-
-
-def draw_jpc_paths(ax: Axes, paths: np.ndarray, colors, **start_style) -> None:
-    """Trajectories `(trial, time, 2)` in a jPC plane as Churchland et al. (2012, Fig. 3)
-    draw them: a line per trial in its colour, a dot at its start (`start_style`: the
-    dot's scatter settings) and an arrowhead at its end, on square limits."""
-    for path, color in zip(paths, colors):
-        ax.plot(path[:, 0], path[:, 1], color=color, lw=1.2)
-        ax.scatter(path[0, 0], path[0, 1], color=color, zorder=3, **start_style)
-        if len(path) > 1:
-            ax.annotate(
-                "",
-                xy=path[-1],
-                xytext=path[-2],
-                arrowprops={"arrowstyle": "-|>", "color": color, "lw": 1.2},
-            )
-    square_limits(ax, paths.reshape(-1, 2))
-
-
-def fits_in_words(skew: float, best: float, ratio: float) -> str:
-    """jPCA's two fits said in words: the share of the states' change (R² of their first
-    differences) that a rotation explains, that any linear dynamics explain, and the
-    ratio of the two (Michaels et al. 2016's R²_skew / R²_best)."""
-    return (
-        f"rotation explains {skew:.0%} of the change,\n"
-        f"any linear dynamics {best:.0%}: ratio {ratio:.2f}"
-    )
-
-
-def plot_jpca(jpca: xr.Dataset, *, replicate: int = 0, title: str = "") -> Figure:
-    """One replicate's hidden trajectories in its top jPC plane, a panel per condition,
-    coloured by goal angle, as Churchland et al. (2012, Fig. 3) draw them: starts are
-    dots, ends arrowheads; each panel's title gives the rotational fit's R² over the
-    unconstrained fit's.
-
-    **Arguments:**
-
-    - `jpca`: the Dataset from `hidden_jpca`, with ``jpca_projection`` `(replicate,
-      condition, trial, jpca_time, jpc)`, the R² variables and the ``goal_angle`` coord.
-    - `replicate`: the replicate drawn.
-    - `title`: figure title.
-    """
-    jpca = by_condition(jpca)
-    shown = jpca.sel(replicate=replicate)
-    conditions = list(shown.condition.values)
-    colors = angle_colors(jpca.goal_angle)
-    fig = Figure(figsize=(4.0 * len(conditions) + 1.2, 4.6), layout="constrained")
-    axes = list(fig.subplots(1, len(conditions), squeeze=False).flat)
-    for ax, condition in zip(axes, conditions):
-        one = shown.sel(condition=condition)
-        paths = one.jpca_projection.transpose("trial", "jpca_time", "jpc").values
-        if not np.isfinite(paths).any():
-            no_data(ax, "no data (NaN states, or no rotation)")
-        else:
-            draw_jpc_paths(ax, paths, colors, s=12)
-        ratio = float(one.jpca_r2_ratio)
-        skew, best = float(one.jpca_r2_skew), float(one.jpca_r2_best)
-        ax.set_xlabel("jPC1 (a.u.)")
-        ax.set_ylabel("jPC2 (a.u.)")
-        ax.set_title(
-            f"{condition_label(jpca, condition)}\n{fits_in_words(skew, best, ratio)}",
-            fontsize="medium",
-        )
-    add_angle_colorbar(fig, axes)
-    # What the dots mean, in the title: a legend below the panels met their axis labels.
-    suptitle(fig, f"{title} jPCA (replicate {replicate}; dots: the window's start)".strip())
     return fig

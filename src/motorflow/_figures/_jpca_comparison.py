@@ -16,8 +16,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ._hidden_states import draw_jpc_paths, fits_in_words
-from ._style import add_angle_colorbar, angle_colors, by_condition, no_data, suptitle
+from ._jpca import draw_jpc_paths, fits_in_words
+from ._style import add_angle_colorbar, angle_colors, by_condition, no_data, settled, suptitle
 
 # The statistics of the right-hand panel: the store's variable, label and colour.
 _FITS = (
@@ -26,6 +26,7 @@ _FITS = (
     ("jpca_r2_ratio", "ratio skew / best", "tab:purple"),
 )
 _SHUFFLED = "jpca_shuffled_r2_skew"
+_SURROGATES = "jpca_surrogate_r2_ratio"
 
 
 def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
@@ -48,10 +49,11 @@ def _rosette(ax: Axes, analysis: xr.Dataset, replicate: int, name: str) -> None:
 
 def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
     """Per experiment, each replicate's R² of both fits and their ratio (small dots),
-    their mean (a bar), and the condition-shuffle control's 95th percentile of R²_skew
-    (grey dashes beside its bar: the ratio of shuffled data stays high wherever units
-    oscillate, so R²_skew is what the control tells apart); returns the legend's
-    handles."""
+    their mean (a bar), the condition-shuffle control's 95th percentile of R²_skew
+    (grey dashes on its bar: the ratio of shuffled data stays high wherever units
+    oscillate, so R²_skew is what the shuffle tells apart) and the maximum entropy
+    surrogates' 95th percentile of the ratio (black dashes on the ratio's bar); returns
+    the legend's handles."""
     width = 0.8 / len(_FITS)
     for x, analysis in enumerate(analyses.values()):
         one = by_condition(analysis).isel(condition=0)
@@ -66,6 +68,10 @@ def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
             shuffled = np.asarray(one[_SHUFFLED].values, dtype=float)
             position = x - (len(_FITS) - 1) / 2 * width
             ax.scatter(np.full(shuffled.shape, position), shuffled, marker="_", s=120, color="0.3")
+        if _SURROGATES in one:
+            p95 = np.nanpercentile(one[_SURROGATES].values, 95, axis=-1)
+            position = x + (len(_FITS) - 1) / 2 * width
+            ax.scatter(np.full(p95.shape, position), p95, marker="_", s=120, color="k")
     ax.set_xticks(range(len(analyses)), list(analyses), rotation=20)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("R² of the first differences, or ratio (1)")
@@ -77,6 +83,10 @@ def _fit_panel(ax: Axes, analyses: Mapping[str, xr.Dataset]) -> list[Line2D]:
     handles.append(
         Line2D([], [], ls="", marker="_", ms=10, color="0.3", label="R² skew, shuffled p95")
     )
+    if any(_SURROGATES in analysis for analysis in analyses.values()):
+        handles.append(
+            Line2D([], [], ls="", marker="_", ms=10, color="k", label="ratio, surrogates p95")
+        )
     return handles
 
 
@@ -111,6 +121,11 @@ def plot_jpca_comparison(
     fits.set_title("rotational vs linear fit", fontsize="medium")
     add_angle_colorbar(fig, rosettes)
     start = Line2D([], [], ls="", marker="o", ms=4, color="0.5", mec="k", label="window start")
-    fig.legend(handles=[start, *handles], loc="outside lower center", ncols=5, fontsize="small")
+    fig.legend(
+        handles=[start, *handles],
+        loc="outside lower center",
+        ncols=len(handles) + 1,
+        fontsize="small",
+    )
     suptitle(fig, f"{title} jPCA (trajectories: replicate {replicate})".strip())
-    return fig
+    return settled(fig)

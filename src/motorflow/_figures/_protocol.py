@@ -17,6 +17,7 @@ from ._style import (
     by_condition,
     condition_label,
     final_goal,
+    settled,
     square_limits,
     suptitle,
 )
@@ -312,4 +313,4 @@ def plot_protocol(
         else:
             _draw_stages(subfigure, summary, labelled)
     suptitle(fig, title)
-    return fig
+    return settled(fig)

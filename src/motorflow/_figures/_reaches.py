@@ -18,6 +18,7 @@ from ._style import (
     final_goal,
     label_condition_row,
     no_data,
+    settled,
     square_limits,
     suptitle,
 )
@@ -91,7 +92,7 @@ def plot_trajectories(states: xr.Dataset, *, max_replicates: int = 5, title: str
     if n_cols < n_total:
         title = f"{title} (first {n_cols} of {n_total} replicates)".strip()
     suptitle(fig, title)
-    return fig
+    return settled(fig)
 
 
 def _marker_legend(fig: Figure) -> None:

@@ -135,6 +135,22 @@ def figure_legend(fig: Figure, axes: list[Axes]) -> None:
         )
 
 
+def settled(fig: Figure, *, draws: int = 5) -> Figure:
+    """`fig` with its constrained layout run until its panels stop moving (at most
+    `draws` draws, ~0.1 s each). A panel of fixed aspect is shrunk into its cell after
+    the layout has measured its labels' room at the last draw's shape, so one layout can
+    leave an x label under the legend below (seen in the arm's postures, 1 x 3 panels
+    near square); each further layout starts from the last and they converge."""
+    previous = None
+    for _ in range(draws):
+        fig.draw_without_rendering()
+        now = np.array([ax.get_position().bounds for ax in fig.axes])
+        if previous is not None and np.allclose(now, previous, atol=1e-3):
+            break
+        previous = now
+    return fig
+
+
 def square_limits(ax: Axes, points: np.ndarray) -> None:
     if len(points):
         low, high = points.min(0), points.max(0)

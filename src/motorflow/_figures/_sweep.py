@@ -146,8 +146,10 @@ def _mean_interval(seed_means: np.ndarray) -> tuple[float, float, float]:
 
 def _sweep_legend(fig: Figure, lines: list, confidence: float, pooled: bool = False) -> None:
     line = mpl.lines.Line2D
-    dot, mean = ("a seed's mean", "mean over the seeds") if pooled else (
-        "a replicate", "mean of the replicates"
+    dot, mean = (
+        ("a seed's mean", "mean over the seeds")
+        if pooled
+        else ("a replicate", "mean of the replicates")
     )
     handles = [
         *lines,
@@ -156,8 +158,7 @@ def _sweep_legend(fig: Figure, lines: list, confidence: float, pooled: bool = Fa
         line([], [], marker="|", ms=10, ls="none", color="0.4"),
     ]
     handles[-1].set_label(
-        "95% interval (±1.96 s.e. over seeds)" if pooled
-        else f"{confidence:.0%} bootstrap interval"
+        "95% interval (±1.96 s.e. over seeds)" if pooled else f"{confidence:.0%} bootstrap interval"
     )
     fig.legend(
         handles=handles, loc="outside lower center", ncols=min(len(handles), 4), fontsize="small"
