@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         steady_inputs,
     )
     from ._analysis._jpca import JPCAAnalysis, hidden_jpca
+    from ._analysis._output_spaces import OutputSpacesAnalysis, output_spaces
     from ._analysis._pca import PCAAnalysis, hidden_pca
     from ._analysis._replicate_values import replicate_values
     from ._analysis._statistics import bootstrap_interval, summarise, summary_table
@@ -242,6 +243,7 @@ __all__ = [
     "NetworkConfig",
     "NonFiniteLossError",
     "OptimizerConfig",
+    "OutputSpacesAnalysis",
     "PCAAnalysis",
     "PlantConfig",
     "PointMass",
@@ -300,6 +302,7 @@ __all__ = [
     "make_optimizer",
     "metrics_table",
     "n_replicates",
+    "output_spaces",
     "plot_arm_postures",
     "plot_comparison",
     "plot_fixed_points",

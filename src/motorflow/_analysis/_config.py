@@ -12,6 +12,7 @@ from .._metrics import METRIC_UNITS
 from ._base import AbstractAnalysis
 from ._fixed_points import FixedPointsAnalysis
 from ._jpca import JPCAAnalysis
+from ._output_spaces import OutputSpacesAnalysis
 from ._pca import PCAAnalysis
 from ._tuning import TuningAnalysis
 
@@ -22,7 +23,7 @@ SummaryMetric = Literal[("final_validation_loss", *METRIC_UNITS)]
 
 # Every hidden-state analysis by name, in the order of the analysis store's variables.
 ANALYSES: dict[str, type[AbstractAnalysis]] = registry(
-    PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis
+    PCAAnalysis, FixedPointsAnalysis, TuningAnalysis, JPCAAnalysis, OutputSpacesAnalysis
 )
 """Every hidden-state analysis's name (a key under `analysis`) to its class."""
 
@@ -42,7 +43,10 @@ AnalysisConfig = pydantic.create_model(
     **{name: (analysis, analysis()) for name, analysis in ANALYSES.items()},
     replicate=(
         NonNegativeInt,
-        Field(0, description="the replicate drawn in the PCA, fixed-point and jPCA figures"),
+        Field(
+            0,
+            description="the replicate drawn in the PCA, fixed-point, jPCA and output-space figures",
+        ),
     ),
 )
 """The config's `analysis` block, a pydantic model with a field per analysis of

@@ -158,7 +158,8 @@ class ComparisonSpec(Block):
     analysis: Literal[tuple(ANALYSES)] = Field(
         description="the analysis compared; one that draws comparisons (`tuning`: the "
         "preferred directions' rose histograms and bimodality; `jpca`: the jPC planes and "
-        "the rotational and linear fits)"
+        "the rotational and linear fits; `output_spaces`: the readout's potent share of "
+        "each epoch's activity)"
     )
     experiments: tuple[Name, ...] = Field(
         min_length=1,
