@@ -4,6 +4,8 @@ space is known by construction and on a trained network's own readout."""
 
 from __future__ import annotations
 
+import warnings
+
 import jax
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import xarray as xr
 from scipy.stats import special_ortho_group
 
 import motorflow as mf
+import motorflow.pipeline as mfp
 from motorflow._analysis._output_spaces import readout_spaces
 
 N_UNITS, N_TRIALS, N_STEPS, DT, GO_STEP = 6, 8, 20, 0.05, 8
@@ -89,6 +92,17 @@ def test_a_replicate_whose_readout_diverged_gets_nan_and_the_others_their_spaces
     assert np.isnan(result.output_potent_share.isel(replicate=1)).all()
     assert np.isfinite(result.output_potent_share.isel(replicate=0)).all()
     assert float(result.output_potent_dims[0]) == 2 and np.isnan(result.output_potent_dims[1])
+
+
+def test_the_variables_store_as_zarr_without_a_warning_and_read_back_equal(tmp_path):
+    weight, _ = known_readout()
+    hidden = np.random.default_rng(7).normal(size=(2, N_TRIALS, N_STEPS, N_UNITS))
+    result = mf.output_spaces(states(hidden), weight)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mfp.write_dataset(result, tmp_path / "analysis.zarr")  # as the analysis stage does
+        again = mfp.open_dataset(tmp_path / "analysis.zarr").load()
+    xr.testing.assert_equal(again, result)
 
 
 def test_activity_spread_evenly_gives_the_isotropic_share():

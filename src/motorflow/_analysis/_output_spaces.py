@@ -109,7 +109,13 @@ def output_spaces(states: xr.Dataset, weight: np.ndarray) -> xr.Dataset:
             "output_potent_dims": ("replicate", dims, one),
             "output_isotropic_share": ("replicate", dims / n_units, one),
         },
-        coords={**coords, "space": list(SPACES), "epoch": list(EPOCHS)},
+        # Object strings: zarr stores them as variable-length strings (fixed-width
+        # unicode has no zarr v3 specification and warns).
+        coords={
+            **coords,
+            "space": np.array(SPACES, dtype=object),
+            "epoch": np.array(EPOCHS, dtype=object),
+        },
         attrs=dict(states.attrs),
     )
 
