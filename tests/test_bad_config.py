@@ -775,6 +775,11 @@ CASES = {
         "analysis.jpca.n_shuffles",
         ["-1", ">= 0"],
     ),
+    "too many jPCA surrogates": (
+        at("analysis.jpca.n_surrogates", 10001),
+        "analysis.jpca.n_surrogates",
+        ["10001", "<= 10000"],
+    ),
     "a fixed-point search without starts": (
         at("analysis.fixed_points.n_starts", 0),
         "analysis.fixed_points.n_starts",

@@ -386,6 +386,7 @@ CORPUS = {
         at("analysis.jpca", {"start": 0.05, "stop": 0.4, "n_shuffles": 5}),
         jobs("analysis"),
     ),
+    "jPCA surrogates": (at("analysis.jpca.n_surrogates", 7), jobs("analysis")),
     "replicate drawn": (at("analysis.replicate", 1), jobs("analysis_figures")),
     "bootstrap confidence": (at("statistics.confidence", 0.9), SUMMARY),
     "bootstrap resamples and seed": (at("statistics", {"n_resamples": 500, "seed": 3}), SUMMARY),
