@@ -531,6 +531,24 @@ CASES = {
         "tasks.reach.perturbations[0]",
         ["0.9 s", "0.75 s", "n_steps 15"],
     ),
+    "an intervention on a unit the network lacks": (
+        at("evaluation.conditions.lesioned", [{"kind": "lesion", "units": [2, 8]}]),
+        "evaluation.conditions.lesioned[0]",
+        ["unit 8", "8 hidden units", "'quiet'", "'small'"],
+    ),
+    "an intervention on units by index and by fraction": (
+        at("tasks.reach.perturbations", [{"kind": "clamp", "units": [0], "fraction": 0.5}]),
+        "tasks.reach.perturbations[0].units",
+        ["`units`", "`fraction`", "one of the two"],
+    ),
+    "e-prop under an intervention on the units": (
+        lambda config: (
+            at("trainings.quick.learning", {"kind": "eprop"})(config),
+            at("tasks.reach.perturbations", [{"kind": "stimulation", "fraction": 0.5}])(config),
+        ),
+        "experiments.quiet.training.learning",
+        ["eprop", "stimulation", "bptt"],
+    ),
     "a condition beginning after the trial": (
         at("evaluation.conditions.late", [{"kind": "target_jump", "time": 2.0}]),
         "evaluation.conditions.late[0]",

@@ -6,6 +6,7 @@ leaves saving to the caller."""
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 import matplotlib as mpl
@@ -176,12 +177,28 @@ def condition_label(states: xr.Dataset, condition: str) -> str:
     return f"{condition}: " + ", ".join(_describe(p) for p in described)
 
 
+# How far above its panel's top a row label's last line sits (points): above the
+# panel's own title (a medium title and its 6 pt pad).
+_ROW_LABEL_RISE = 20
+# A bold character's mean width, in ems, with room to spare (DejaVu Sans: about 0.62).
+_BOLD_CHARACTER_EMS = 0.7
+
+
 def label_condition_row(ax, states: xr.Dataset, condition: str) -> None:
-    """Name a small-multiples row's condition above its first panel, in bold."""
+    """Name a small-multiples row's condition above its first panel and its title, in
+    bold. A label wider than a panel wraps, growing upward: as one line it would widen
+    the first column, and the layout would shrink every panel to make room for it."""
+    figure = ax.get_figure(root=True)
+    panel_points = 0.8 * figure.get_figwidth() * 72 / ax.get_gridspec().ncols
+    size = FontProperties(size=mpl.rcParams["font.size"]).get_size_in_points()
+    per_line = max(12, int(panel_points / (_BOLD_CHARACTER_EMS * size)))
     ax.annotate(
-        condition_label(states, condition),
-        xy=(0, 1.12),
+        textwrap.fill(condition_label(states, condition), per_line),
+        xy=(0, 1),
         xycoords="axes fraction",
+        xytext=(0, _ROW_LABEL_RISE),
+        textcoords="offset points",
+        verticalalignment="bottom",
         fontweight="bold",
         annotation_clip=False,
     )

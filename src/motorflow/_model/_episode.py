@@ -31,7 +31,11 @@ def _effects_and_goal(model: ClosedLoop, task: Task, trial: Trials):
     if not trial.perturbations:
         return None, jnp.broadcast_to(trial.goal_pos, (n_steps, trial.goal_pos.shape[-1]))
     geometry = TrialGeometry(
-        start=trial.init_pos, goal=trial.goal_pos, n_steps=n_steps, dt=model.dt
+        start=trial.init_pos,
+        goal=trial.goal_pos,
+        n_steps=n_steps,
+        dt=model.dt,
+        n_units=model.network.cell.hidden_size,
     )
     effects = total_effects(trial.perturbations, trial.params, geometry)
     return effects, trial.goal_pos + effects.goal

@@ -149,8 +149,9 @@ class ClosedLoop(eqx.Module):
         `effects` are the perturbations' per-step effects (see `motorflow._perturbations`):
         an endpoint force and a curl field act on the plant during each step (the curl
         force follows the velocity within the step's sub-steps), and an offset is added
-        to the sensed position before the feedback delay. Goal displacements are the
-        caller's: they change `task_input`.
+        to the sensed position before the feedback delay; interventions on the units
+        (`effects.network`) act on the hidden state after each update, before the
+        readout. Goal displacements are the caller's: they change `task_input`.
 
         `options` truncate the gradient or cut the network out of it
         (:class:`RolloutOptions`); the forward values are unchanged.
@@ -193,7 +194,7 @@ class ClosedLoop(eqx.Module):
             no_force = jnp.zeros(2, task_input.dtype)
             per_step = None
         else:
-            per_step = (effects.force, effects.viscosity, effects.feedback)
+            per_step = (effects.force, effects.viscosity, effects.feedback, effects.network)
         gradient_window = options.gradient_window
         through_feedback = options.through_feedback
         recurrence = options.recurrence
@@ -205,10 +206,11 @@ class ClosedLoop(eqx.Module):
             state, queue, hidden = carry
             feedback_key, network_key = jax.random.split(step_key)
             observed = self._observe(state)
+            units = None
             if perturbed is None:
                 external_force = no_force
             else:
-                force, viscosity, offset = perturbed
+                force, viscosity, offset, units = perturbed
                 observed = observed.at[:2].add(offset)
 
                 def external_force(pos, vel):
@@ -222,13 +224,18 @@ class ClosedLoop(eqx.Module):
                 hidden, output = network_step(
                     self.network, network_input, hidden, key=network_key, recurrence=recurrence
                 )
-                recorded_hidden = hidden
             else:
                 hidden, output = self.network(
                     jax.lax.stop_gradient(network_input),
                     jax.lax.stop_gradient(hidden),
                     key=network_key,
                 )
+            if units is not None:  # interventions on the units: after the update
+                hidden = units.apply(hidden, key=jax.random.fold_in(network_key, 1))
+                output = self.network.readout(hidden)
+            if probed is None:
+                recorded_hidden = hidden
+            else:
                 output = output + probed.output
                 recorded_hidden = hidden + probed.hidden
             control = self.control(output)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -15,6 +15,9 @@ from pydantic import Field, PlainSerializer, PlainValidator, Strict, WithJsonSch
 from .._config_base import Block
 from .._config_errors import ConfigError
 from .._program_form import with_arguments
+
+if TYPE_CHECKING:  # it imports this module
+    from ._units import UnitEffects
 
 # A window edge within this fraction of a step of a step's time counts as that step,
 # so ``start: 0.3`` with ``dt: 0.01`` starts at step 30 despite float rounding.
@@ -91,12 +94,15 @@ class Effects(eqx.Module):
       feedback delay, shape `(time, 2)`.
     - `goal`: a displacement of the goal (m), shape `(time, 2)`: the network is shown,
       and the loss measures against, the displaced goal.
+    - `network`: what interventions do to the hidden units (:class:`UnitEffects`), or
+      None where the trial has none (its program then holds no trace of them).
     """
 
     force: Float[Array, "time 2"]
     viscosity: Float[Array, "time 2 2"]
     feedback: Float[Array, "time 2"]
     goal: Float[Array, "time 2"]
+    network: UnitEffects | None = None
 
     @classmethod
     def none(cls, n_steps: int) -> Effects:
@@ -113,14 +119,22 @@ class Effects(eqx.Module):
     def only(cls, n_steps: int, **fields: Array) -> Effects:
         """`fields` (e.g. ``force=...``), and no effect of any other kind."""
         none = cls.none(n_steps)
-        return cls(**{name: fields.get(name, getattr(none, name)) for name in _EFFECT_FIELDS})
+        return cls(
+            **{name: fields.get(name, getattr(none, name)) for name in _EFFECT_FIELDS},
+            network=fields.get("network"),
+        )
 
     def __add__(self, other: Effects) -> Effects:
+        if self.network is None or other.network is None:
+            network = other.network if self.network is None else self.network
+        else:
+            network = self.network + other.network
         return Effects(
             force=self.force + other.force,
             viscosity=self.viscosity + other.viscosity,
             feedback=self.feedback + other.feedback,
             goal=self.goal + other.goal,
+            network=network,
         )
 
 
@@ -129,12 +143,13 @@ _EFFECT_FIELDS = ("force", "viscosity", "feedback", "goal")
 
 class TrialGeometry(eqx.Module):
     """Where one trial starts and where its goal is, each shape `(2,)`; the times of its
-    `n_steps` steps are ``t * dt``."""
+    `n_steps` steps are ``t * dt``; the network has `n_units` hidden units."""
 
     start: Float[Array, " 2"]
     goal: Float[Array, " 2"]
     n_steps: int = eqx.field(static=True)
     dt: float = eqx.field(static=True)
+    n_units: int = eqx.field(static=True, default=0)
 
     def first_step_at(self, time: Float[Array, ""]) -> Float[Array, ""]:
         """The first step whose time is at or after `time` (s)."""
@@ -182,6 +197,8 @@ class AbstractPerturbation(Block):
     )
 
     DRAWN: ClassVar[tuple[str, ...]] = ()
+    #: whether it acts on the network's hidden units (an intervention), not the body
+    ON_UNITS: ClassVar[bool] = False
     #: the unit of each `DRAWN` setting as stored (CF ``units`` strings: "N", "s",
     #: "m", "degree", "1"); the evaluation store labels its per-trial values with it.
     UNITS: ClassVar[dict[str, str]] = {}
@@ -215,6 +232,11 @@ class AbstractPerturbation(Block):
             value = getattr(self, name)
             ranges[name] = tuple(value) if isinstance(value, tuple) else (value, value)
         return ranges
+
+    def model_problem(self, n_units: int) -> str | None:
+        """What keeps the perturbation from acting on a network of `n_units` hidden
+        units (checked against each experiment's model), or None."""
+        return None
 
     def latest_time(self) -> float:
         """The latest time (s) at which the perturbation may begin: it must fall inside

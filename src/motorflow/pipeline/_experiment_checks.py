@@ -56,7 +56,8 @@ def check_perturbation_times(
     model: ModelConfig,
     path: str,
 ) -> None:
-    """Every perturbation of the experiment's training and evaluation begins within a trial."""
+    """Every perturbation of the experiment's training and evaluation begins within a
+    trial and fits the model (an intervention's units exist)."""
     duration = task.n_steps * model.dt
     task_path = f"{path}.override.task" if spec.override.task is not None else f"tasks.{spec.task}"
     located = [(f"{task_path}.perturbations[{i}]", p) for i, p in enumerate(task.perturbations)]
@@ -65,6 +66,13 @@ def check_perturbation_times(
             (f"evaluation.conditions.{condition}[{i}]", p) for i, p in enumerate(perturbations)
         ]
     for where, perturbation in located:
+        problem = perturbation.model_problem(model.network.hidden_size)
+        if problem is not None:
+            raise ConfigError(
+                where,
+                f"{problem} in experiment {name!r} (model {spec.model!r}); choose units "
+                "below that or a larger network",
+            )
         if perturbation.latest_time() >= duration - 1e-9:
             raise ConfigError(
                 where,

@@ -1,0 +1,234 @@
+"""Interventions on the network's hidden units: clamp, stimulation, lesion, extra noise.
+
+feedbax's intervenors act on a model's state at each stage of its step; these act on
+the network's: at every step, after the cell's update (and its hidden noise) and
+before the readout, so the output, the plant's control and the next step's recurrence
+all see the intervened state. Acting after the update means a clamped unit *is* its
+value in the stored states (before it, the cell would move it away within the step),
+and it works alike for every cell, whatever its update.
+
+The units are chosen by index (`units`) or as a fraction of them drawn once from a
+seed (`fraction`, `seed`): a fixed pattern, the same for every trial and replicate,
+as Churchland & Shenoy (2007, J Neurophysiol 97:348) stimulated through one electrode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, PRNGKeyArray
+from pydantic import Field, Strict, model_validator
+
+from .._config_errors import ConfigError
+from ._base import (
+    AbstractPerturbation,
+    Drawn,
+    Effects,
+    NonNegativeDrawn,
+    PositiveDrawn,
+    TrialGeometry,
+    shown,
+)
+
+# What a term does to its units: add to them, add noise of that std, or hold them.
+ACTIONS = ("add", "noise", "hold")
+
+
+class UnitTerm(eqx.Module):
+    """One intervention's action on its `units` (indices, a constant of the program):
+    per step `t`, `amount[t]` is what it adds (``add``), the std of the noise it adds
+    (``noise``), or, for ``hold``, 1 where the units are held at `value[t]` (else 0).
+    Only the per-step numbers are arrays, so a trial carries a few numbers a step, not
+    a value per unit."""
+
+    amount: Float[Array, " time"]
+    value: Float[Array, " time"] | None
+    units: tuple[int, ...] = eqx.field(static=True)
+    action: str = eqx.field(static=True)
+
+    def __check_init__(self):
+        if self.action not in ACTIONS:
+            raise ValueError(f"action must be one of {ACTIONS}, not {self.action!r}")
+
+
+class UnitEffects(eqx.Module):
+    """What the interventions of one trial do to the hidden units: their terms, applied
+    at each step after the cell's update, the additions and noises first, then the
+    holds (a hold later in the list wins on a unit two of them hold)."""
+
+    terms: tuple[UnitTerm, ...]
+
+    def __add__(self, other: UnitEffects) -> UnitEffects:
+        return UnitEffects(self.terms + other.terms)
+
+    def apply(self, hidden: Float[Array, " hidden"], *, key: PRNGKeyArray) -> Array:
+        """The hidden state after one step's interventions (the terms hold that step's
+        numbers, scalars; `key`: their noise, a key per term from it)."""
+        ordered = sorted(enumerate(self.terms), key=lambda item: item[1].action == "hold")
+        for index, term in ordered:
+            units = np.asarray(term.units)
+            if term.action == "add":
+                hidden = hidden.at[units].add(term.amount)
+            elif term.action == "noise":
+                draw = jax.random.normal(jax.random.fold_in(key, index), units.shape)
+                hidden = hidden.at[units].add(term.amount * draw.astype(hidden.dtype))
+            else:
+                held = jnp.where(term.amount > 0, term.value, hidden[units])
+                hidden = hidden.at[units].set(held)
+        return hidden
+
+
+Units = Annotated[list[Annotated[int, Strict(), Field(ge=0)]], Field(min_length=1)]
+
+
+_DEFAULT_FRACTION = 0.1
+
+
+class _OnUnits(AbstractPerturbation):
+    """An intervention on chosen hidden units: `units` by index, or else a `fraction` of
+    the units drawn once from `seed` (the same pattern in every trial and replicate)."""
+
+    units: Units | None = Field(
+        None, description="the hidden units acted on, by index (instead of `fraction`)"
+    )
+    fraction: Annotated[float, Strict(), Field(gt=0, le=1)] = Field(
+        _DEFAULT_FRACTION, description="the share of hidden units acted on, drawn once from `seed`"
+    )
+    seed: Annotated[int, Strict(), Field(ge=0)] = Field(
+        0, description="the seed of the units drawn for `fraction`"
+    )
+
+    @model_validator(mode="after")
+    def _one_choice(self):
+        # (Compared with the defaults, not by the keys given: a stored block has them all.)
+        drawn = (self.fraction, self.seed) != (_DEFAULT_FRACTION, 0)
+        if self.units is not None and drawn:
+            raise ConfigError(
+                "units",
+                f"the {self.kind} acts on `units` (indices) or on a `fraction` of them "
+                "drawn from `seed`: give one of the two",
+            )
+        return self
+
+    ON_UNITS: ClassVar[bool] = True
+
+    def chosen_units(self, n_units: int) -> tuple[int, ...]:
+        """The indices of the chosen units of `n_units`, in order (a program constant)."""
+        if self.units is not None:
+            return tuple(sorted(set(self.units)))
+        count = max(1, round(self.fraction * n_units))
+        with jax.ensure_compile_time_eval():  # a constant, also inside a trace
+            order = np.asarray(jax.random.permutation(jax.random.key(self.seed), n_units))
+        return tuple(sorted(int(unit) for unit in order[:count]))
+
+    def term(self, action: str, amount: Array, n_units: int, value=None) -> Effects:
+        """Effects of one term acting on the chosen units (`amount`, `value`: `(time,)`)."""
+        units = self.chosen_units(n_units)
+        term = UnitTerm(amount=amount, value=value, units=units, action=action)
+        return Effects.only(amount.shape[0], network=UnitEffects((term,)))
+
+    def model_problem(self, n_units: int) -> str | None:
+        if self.units is not None and max(self.units) >= n_units:
+            return (
+                f"the {self.kind} acts on unit {max(self.units)}, but the network has "
+                f"{n_units} hidden units (indices 0 to {n_units - 1})"
+            )
+        return None
+
+    @staticmethod
+    def _chosen(settings: Mapping[str, Any]) -> str:
+        """The chosen units in a figure's label, from the block's plain values."""
+        if settings.get("units") is not None:
+            return f"units {','.join(str(u) for u in settings['units'])}"
+        return f"{100 * settings['fraction']:g}% of units"
+
+
+class _Windowed(_OnUnits):
+    """An intervention on during ``[start, start + duration)`` whose size is the drawn
+    setting named by `SIZE`: `ACTION` says what it does to the chosen units (one of
+    `ACTIONS`), and `LABEL` (with ``{size}`` and ``{units}``) how a figure names it."""
+
+    start: NonNegativeDrawn = Field(0.1, description="s from the trial's start")
+    duration: PositiveDrawn = Field(0.05, description="s")
+
+    TIMES: ClassVar[tuple[str, ...]] = ("start",)
+    SIZE: ClassVar[str]
+    ACTION: ClassVar[str]
+    LABEL: ClassVar[str]
+
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        on = params["active"] * trial.window(params["start"], params["duration"])
+        size = params[self.SIZE]
+        if self.ACTION == "hold":
+            value = jnp.broadcast_to(size, on.shape)
+            return self.term("hold", on, trial.n_units, value=value)
+        return self.term(self.ACTION, size * on, trial.n_units)
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        label = cls.LABEL.format(size=shown(settings[cls.SIZE]), units=cls._chosen(settings))
+        return f"{label} from {shown(settings['start'])} s"
+
+
+class Stimulation(_Windowed):
+    """Microstimulation: `amplitude` added to each chosen unit's state at every step of
+    ``[start, start + duration)`` (Churchland & Shenoy 2007 stimulated premotor cortex
+    around the go cue; here the current is a fixed offset of the units' activity, in
+    the units of the hidden state, whose GRU range is -1 to 1)."""
+
+    kind: Literal["stimulation"] = "stimulation"
+    amplitude: Drawn = Field(0.5, description="added to each chosen unit's state per step")
+
+    DRAWN: ClassVar[tuple[str, ...]] = ("amplitude", "start", "duration")
+    UNITS: ClassVar[dict[str, str]] = {"amplitude": "1", "start": "s", "duration": "s"}
+    SIZE: ClassVar[str] = "amplitude"
+    LABEL: ClassVar[str] = "stimulation {size} of {units}"
+    ACTION: ClassVar[str] = "add"
+
+
+class Clamp(_Windowed):
+    """The chosen units held at `value` during ``[start, start + duration)``: their state
+    is `value` at those steps, whatever the cell's update."""
+
+    kind: Literal["clamp"] = "clamp"
+    value: Drawn = Field(0.0, description="the state the chosen units are held at")
+
+    DRAWN: ClassVar[tuple[str, ...]] = ("value", "start", "duration")
+    UNITS: ClassVar[dict[str, str]] = {"value": "1", "start": "s", "duration": "s"}
+    SIZE: ClassVar[str] = "value"
+    LABEL: ClassVar[str] = "clamp {units} at {size}"
+    ACTION: ClassVar[str] = "hold"
+
+
+class UnitNoise(_Windowed):
+    """Extra Gaussian noise of std `std` on each chosen unit's state during
+    ``[start, start + duration)``, beyond the network's own hidden noise."""
+
+    kind: Literal["unit_noise"] = "unit_noise"
+    std: NonNegativeDrawn = Field(0.1, description="std of the noise added per step")
+
+    DRAWN: ClassVar[tuple[str, ...]] = ("std", "start", "duration")
+    UNITS: ClassVar[dict[str, str]] = {"std": "1", "start": "s", "duration": "s"}
+    SIZE: ClassVar[str] = "std"
+    LABEL: ClassVar[str] = "noise {size} on {units}"
+    ACTION: ClassVar[str] = "noise"
+
+
+class Lesion(_OnUnits):
+    """The chosen units silenced for the whole trial: their state is zero at every
+    step, so they reach neither the recurrence nor the readout (an inactivation)."""
+
+    kind: Literal["lesion"] = "lesion"
+
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        on = jnp.broadcast_to(params["active"], (trial.n_steps,))
+        return self.term("hold", on, trial.n_units, value=jnp.zeros_like(on))
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        return f"lesion of {cls._chosen(settings)}"
