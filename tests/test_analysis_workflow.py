@@ -22,7 +22,22 @@ EXPERIMENTS = ("quiet", *SWEPT)
 def sweep_config() -> dict:
     config = tiny_config()
     del config["experiments"]["noisy"], config["protocols"]
-    config["evaluation"]["conditions"] = {"unperturbed": []}
+    # Stimulation of the network at two times: a condition sweep of its effect.
+    stimulation = {"kind": "stimulation", "amplitude": 0.3, "duration": 0.1, "fraction": 0.5}
+    config["evaluation"]["conditions"] = {
+        "unperturbed": [],
+        "early": [{**stimulation, "start": 0.1}],
+        "late": [{**stimulation, "start": 0.3}],
+    }
+    config["condition_sweeps"] = {
+        "timing": {
+            "experiments": ["quiet", SWEPT[0]],
+            "conditions": ["early", "late"],
+            "setting": "start",
+            "baseline": "unperturbed",
+            "metrics": ["peak_speed", "endpoint_error"],
+        }
+    }
     config["sweeps"] = {
         "size": {"experiment": "quiet", "grid": {"model.network.hidden_size": [4, 6]}}
     }
@@ -44,6 +59,7 @@ def edited_config() -> dict:
     # Drawn through the workflow's settings: a labelled mark with dots in its label.
     config["sweeps"]["size"]["marks"] = {"half of 10.5": 5.25}
     config["sweeps"]["size"]["x_scale"] = "log"
+    config["condition_sweeps"]["timing"]["metrics"] = ["endpoint_error"]
     return config
 
 
@@ -79,7 +95,8 @@ def test_a_comparison_gets_its_figure_and_table_of_its_experiments_in_order(reru
     assert (figures / "comparison-sizes.png").stat().st_size > 0
     table = pd.read_csv(figures / "comparison-sizes.csv")
     assert list(dict.fromkeys(table.experiment)) == [SWEPT[1], "quiet"]
-    r = table[table.statistic == "bimodality_r"].set_index("experiment")
+    chosen = (table.statistic == "bimodality_r") & (table.condition == "unperturbed")
+    r = table[chosen].set_index("experiment")
     # Each replicate's r is the analysis store's, and the mean theirs.
     for experiment in (SWEPT[1], "quiet"):
         stored = mfp.open_dataset(workdir / "results" / experiment / "analysis.zarr")
@@ -89,6 +106,26 @@ def test_a_comparison_gets_its_figure_and_table_of_its_experiments_in_order(reru
         assert r.loc[experiment, "units"] == "1"
 
 
+def test_a_condition_sweep_draws_each_replicates_paired_effect_of_the_intervention(rerun):
+    workdir, _ = rerun
+    figures = workdir / "results" / "figures"
+    assert (figures / "condition-sweep-timing.png").stat().st_size > 0
+    table = pd.read_csv(figures / "condition-sweep-timing.csv")
+    assert list(dict.fromkeys(table.experiment)) == ["quiet", SWEPT[0]]
+    assert set(table.metric) == {"endpoint_error"} and set(table.baseline) == {"unperturbed"}
+    for row in table.itertuples():
+        metrics = mfp.open_dataset(workdir / "results" / row.experiment / "metrics.zarr")
+        per_replicate = metrics.endpoint_error.mean("trial")
+        effect = per_replicate.sel(condition=row.condition) - per_replicate.sel(
+            condition="unperturbed"
+        )
+        assert row.mean == pytest.approx(float(effect.mean()), rel=1e-6)
+        assert row.x == {"early": 0.1, "late": 0.3}[row.condition]
+        assert row.ci_low <= row.mean <= row.ci_high and row.n == 2
+        # The stimulation moves the hand: an effect, not the baseline again.
+        assert row.mean != 0
+
+
 def test_editing_the_analyses_statistics_or_sweep_metrics_reruns_only_them(rerun):
     _, plan = rerun
     expected = {
@@ -96,6 +133,7 @@ def test_editing_the_analyses_statistics_or_sweep_metrics_reruns_only_them(rerun
         ("comparison_figure", ""),
         ("analysis_comparison", "comparison=sizes"),
         ("sweep_figure", "sweep=size"),
+        ("condition_sweep_figure", "condition_sweep=timing"),
         ("all", ""),
     }
     for experiment in EXPERIMENTS:

@@ -1,6 +1,8 @@
 """Every malformed config gets one message naming the key path, the bad value and what is
 allowed."""
 
+import copy
+
 import pytest
 from conftest import raises_config_error
 from workflow_helpers import at, tiny_config
@@ -39,6 +41,21 @@ def sweep(grid, experiment="quiet", name="s"):
 def reach_task(**settings):
     """An edit of the tiny config's task block: `settings` merged in (e.g. a kind)."""
     return lambda config: config["tasks"]["reach"].update(settings)
+
+
+def condition_sweep(conditions, extra=None, **settings):
+    """An edit adding the condition sweep `s` over `conditions` of quiet (`settings`
+    merged in; by default over the force pulse's `start`), with `extra` conditions."""
+
+    def edit(config):
+        config["evaluation"]["conditions"].update(copy.deepcopy(extra or {}))
+        sweep = {"experiments": ["quiet"], "conditions": conditions, "setting": "start"}
+        config["condition_sweeps"] = {"s": {**sweep, **settings}}
+
+    return edit
+
+
+PULSE_LATER = {"later": [{"kind": "force_pulse", "amplitude": 2.0, "start": 0.3, "duration": 0.1}]}
 
 
 CASES = {
@@ -645,6 +662,46 @@ CASES = {
         at("comparisons.both", {"analysis": "tuning", "experiments": []}),
         "comparisons.both.experiments",
         ["[]"],
+    ),
+    # condition sweeps
+    "a condition sweep over a condition the config does not define": (
+        condition_sweep(["pulse", "push"]),
+        "condition_sweeps.s.conditions[1]",
+        ["'push'", "unperturbed, curl_cw, pulse"],
+    ),
+    "a condition sweep over a condition without the swept setting": (
+        condition_sweep(["pulse", "curl_cw"]),
+        "condition_sweeps.s.conditions[1]",
+        ["'curl_cw'", "0 perturbations", "'start'", "curl"],
+    ),
+    "a condition sweep over an unperturbed condition without unperturbed_at": (
+        condition_sweep(["unperturbed", "pulse"]),
+        "condition_sweeps.s.conditions[0]",
+        ["'unperturbed'", "unperturbed_at"],
+    ),
+    "a condition sweep whose x value is a drawn range": (
+        condition_sweep(
+            ["curl_cw", "strong"],
+            {"strong": [{"kind": "curl", "strength": 12.0, "direction": "cw"}]},
+            setting="strength",
+        ),
+        "condition_sweeps.s.conditions[0]",
+        ["[5.0, 10.0]", "not a number"],
+    ),
+    "a condition sweep from the go cue of reaches without one": (
+        condition_sweep(["pulse", "later"], PULSE_LATER, relative_to="go_cue"),
+        "condition_sweeps.s.experiments[0]",
+        ["'quiet'", "go cue", "relative_to"],
+    ),
+    "a condition sweep of reaction times of reaches without a go cue": (
+        condition_sweep(["pulse", "later"], PULSE_LATER, metrics=["reaction_time"]),
+        "condition_sweeps.s.experiments[0]",
+        ["'quiet'", "go cue", "metrics"],
+    ),
+    "a condition sweep against an undefined baseline": (
+        condition_sweep(["pulse", "later"], PULSE_LATER, baseline="none"),
+        "condition_sweeps.s.baseline",
+        ["'none'", "unperturbed, curl_cw, pulse"],
     ),
     # learning rules
     "an unknown learning rule": (

@@ -35,6 +35,7 @@ ELSEWHERE = (
     "sweeps",
     "protocols",
     "comparisons",
+    "condition_sweeps",
     "resources",
 )
 

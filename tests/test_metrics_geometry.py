@@ -378,3 +378,13 @@ def test_max_displacement_is_the_farthest_the_hand_gets_from_its_start():
     metrics = one_reach(path, (0.2, 0.1))
     assert float(metrics.max_displacement) == pytest.approx(0.05, rel=1e-12)
     assert np.isnan(float(metrics.max_lateral_deviation))  # no reach to deviate from
+
+
+def test_displacement_before_go_is_how_far_the_hand_gets_while_it_should_hold():
+    # Positions 0, 0, 0.05, 0.15, 0.35, ... (RAMP's speeds over steps of 0.1 s).
+    states = ramp_states([[RAMP, RAMP]], coords={"go_time": ("trial", [0.35, 0.0])})
+    metrics = reach_metrics(states)
+    # Trial 0 holds for the steps at 0 to 0.3 s; trial 1 is told to go at once.
+    np.testing.assert_allclose(metrics.displacement_before_go, [[0.15, 0.0]], atol=1e-12)
+    assert metrics.displacement_before_go.attrs["units"] == "m"
+    assert "displacement_before_go" not in reach_metrics(states.drop_vars("go_time"))

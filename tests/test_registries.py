@@ -64,7 +64,9 @@ def test_a_new_metric_is_its_class():
 def test_the_config_offers_the_registered_metrics():
     assert typing.get_args(SummaryMetric) == ("final_validation_loss", *mf.METRICS)
     # A protocol compares one value per trial; a reaction time needs a go cue.
-    assert set(typing.get_args(ProtocolMetric)) == set(mf.METRICS) - {"reaction_time"}
+    from_the_cue = {"reaction_time", "displacement_before_go"}
+    assert {n for n, m in mf.METRICS.items() if m.NEEDS_GO_CUE} == from_the_cue
+    assert set(typing.get_args(ProtocolMetric)) == set(mf.METRICS) - from_the_cue
 
 
 def test_the_analysis_config_holds_each_registered_analysis_with_its_defaults():

@@ -3,11 +3,13 @@ data's covariances across each mode (time, unit, condition) and no other structu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import jax
 import numpy as np
 import pytest
 
-from motorflow._analysis._tme import fit_max_entropy, marginal_covariances
+from motorflow._analysis._tme import _solve, _sums, fit_max_entropy, marginal_covariances
 
 
 def structured(seed: int = 0) -> np.ndarray:
@@ -42,6 +44,18 @@ def test_variances_ten_orders_apart_are_fitted():
     got = np.sort(distribution.marginal_eigenvalues()[0])
     # Eigenvalues are known to about 1e-15 of the largest (LAPACK's drivers differ so).
     np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-13 * want[-1])
+
+
+def test_a_fit_that_stalls_at_rounding_short_of_the_tolerance_is_converged():
+    # The marginal eigenvalues of a trained network's delayed reaches (32 GRU units, 38
+    # steps, 8 directions; 6e-8 to 2e2): Newton's method reached 1.2e-10 relative on
+    # the largest in 20 steps and stayed there, and the analysis job failed.
+    stored = np.load(Path(__file__).parent / "data" / "tme_stall_targets.npz")
+    targets = [stored["time"], stored["unit"], stored["condition"]]
+    inverse = 1.0 / _sums(_solve(targets))
+    margins = [inverse.sum(axis=(1, 2)), inverse.sum(axis=(0, 2)), inverse.sum(axis=(0, 1))]
+    for got, want in zip(margins, targets):
+        np.testing.assert_allclose(got, want, rtol=1e-8)
 
 
 def test_surrogates_keep_the_marginal_covariances_on_average_and_nothing_else():

@@ -39,6 +39,7 @@ from ._lazy import lazy_names
 # The names below load on first use (motorflow._lazy): importing the package is cheap.
 if TYPE_CHECKING:
     from ._analysis._base import AbstractAnalysis, AnalysisInputs
+    from ._analysis._condition_sweep import condition_sweep, condition_sweep_table
     from ._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
     from ._analysis._fixed_points import (
         FixedPointsAnalysis,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
         diverged_replicates,
         plot_arm_postures,
         plot_comparison,
+        plot_condition_sweep,
         plot_fixed_points,
         plot_jpca,
         plot_loss_history,
@@ -291,6 +293,8 @@ __all__ = [
     "bootstrap_interval",
     "build_model",
     "check_model_fits_task",
+    "condition_sweep",
+    "condition_sweep_table",
     "condition_trials",
     "curve_interval",
     "directional_tuning",
@@ -315,6 +319,7 @@ __all__ = [
     "output_spaces",
     "plot_arm_postures",
     "plot_comparison",
+    "plot_condition_sweep",
     "plot_fixed_points",
     "plot_jpca",
     "plot_loss_history",

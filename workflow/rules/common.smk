@@ -37,6 +37,7 @@ validate(config, "../schemas/config.schema.yaml", set_default=False)
 DATASETS = {exp.dataset: exp.dataset_spec() for exp in EXPERIMENTS.values()}
 PROTOCOLS = SETTINGS.protocols
 COMPARISONS = SETTINGS.comparisons
+CONDITION_SWEEPS = SETTINGS.condition_sweeps
 
 
 # The folder marked with its config files, the last complete results kept aside while
@@ -68,6 +69,7 @@ wildcard_constraints:
     protocol=mfp.names_pattern(PROTOCOLS),
     sweep=mfp.names_pattern(SETTINGS.sweeps),
     comparison=mfp.names_pattern(COMPARISONS),
+    condition_sweep=mfp.names_pattern(CONDITION_SWEEPS),
 
 
 def unknown_target(wildcards):
@@ -309,6 +311,11 @@ def all_targets():
     figures += [
         f"{RESULTS}/figures/comparison-{name}.{ext}"
         for name in COMPARISONS
+        for ext in (EXT, "csv")
+    ]
+    figures += [
+        f"{RESULTS}/figures/condition-sweep-{name}.{ext}"
+        for name in CONDITION_SWEEPS
         for ext in (EXT, "csv")
     ]
     return figures

@@ -140,3 +140,39 @@ rule protocol_figure:
         ),
     shell:
         job("protocol_figure")
+
+
+rule condition_sweep_figure:
+    """A condition sweep's figure: experiments' metrics against a setting that varies
+    across evaluation conditions, with their numbers in a CSV beside it."""
+    input:
+        histories=lambda wildcards: expand(
+            rules.train.output.history,
+            experiment=CONDITION_SWEEPS[wildcards.condition_sweep].experiments,
+        ),
+        metrics=lambda wildcards: expand(
+            rules.evaluate.output.metrics,
+            experiment=CONDITION_SWEEPS[wildcards.condition_sweep].experiments,
+        ),
+    output:
+        figure=report(
+            f"{RESULTS}/figures/condition-sweep-{{condition_sweep}}.{EXT}",
+            caption="../report/condition_sweep.rst",
+            category="Condition sweeps",
+        ),
+        table=f"{RESULTS}/figures/condition-sweep-{{condition_sweep}}.csv",
+    log:
+        f"{RESULTS}/logs/figures/condition-sweep-{{condition_sweep}}.log",
+    threads: stage_threads("figures")
+    resources:
+        **job_resources("figures"),
+    params:
+        **job_params(
+            "condition_sweep_figure",
+            "condition_sweep",
+            description=lambda wildcards: descriptions(
+                CONDITION_SWEEPS[wildcards.condition_sweep].experiments
+            ),
+        ),
+    shell:
+        job("condition_sweep_figure")

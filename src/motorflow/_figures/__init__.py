@@ -4,6 +4,7 @@ they share)."""
 
 from ._arm import plot_arm_postures
 from ._comparison import plot_comparison
+from ._condition_sweep import plot_condition_sweep
 from ._fixed_points import plot_fixed_points
 from ._hidden_states import plot_pca_trajectories, plot_tuning
 from ._jpca import plot_jpca
@@ -21,6 +22,7 @@ __all__ = [
     "diverged_replicates",
     "plot_arm_postures",
     "plot_comparison",
+    "plot_condition_sweep",
     "plot_fixed_points",
     "plot_jpca",
     "plot_loss_history",

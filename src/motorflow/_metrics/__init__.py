@@ -20,6 +20,7 @@ from ._compute import compute_metrics, metrics_table
 from ._endpoint import EndpointError, FinalSpeed
 from ._movement_time import MovementTime
 from ._path import (
+    DisplacementBeforeGo,
     InitialAngleError,
     MaxDisplacement,
     MaxLateralDeviation,
@@ -41,6 +42,7 @@ METRICS: dict[str, type[AbstractMetric]] = registry(
     MaxDisplacement,
     OnsetTime,
     ReactionTime,
+    DisplacementBeforeGo,
     SpeedPeaks,
 )
 """Every reach metric's name (its variable in `metrics.zarr`) to its class."""
@@ -73,6 +75,7 @@ __all__ = [
     "METRICS",
     "METRIC_UNITS",
     "AbstractMetric",
+    "DisplacementBeforeGo",
     "EndpointError",
     "FinalSpeed",
     "InitialAngleError",

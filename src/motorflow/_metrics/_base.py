@@ -100,6 +100,8 @@ class AbstractMetric(abc.ABC):
 
     KIND: ClassVar[str]
     UNITS: ClassVar[str]
+    #: whether it is measured from the go cue (only trials of delayed reaches have it)
+    NEEDS_GO_CUE: ClassVar[bool] = False
 
     @abc.abstractmethod
     def compute(self, reach: Reach) -> xr.DataArray | None:

@@ -74,3 +74,20 @@ class MaxDisplacement(AbstractMetric):
 
     def compute(self, reach: Reach) -> xr.DataArray:
         return norm(reach.offset).max("time", skipna=False)
+
+
+class DisplacementBeforeGo(AbstractMetric):
+    """The largest distance (m) of the position from the start before the go cue (the
+    steps whose time is below the trial's ``go_time``): how far the hand moves while it
+    should hold, e.g. under a stimulation during the delay; only for states with a go
+    cue."""
+
+    KIND = "displacement_before_go"
+    UNITS = "m"
+    NEEDS_GO_CUE = True
+
+    def compute(self, reach: Reach) -> xr.DataArray | None:
+        if "go_time" not in reach.states.coords:
+            return None
+        holding = reach.time < reach.states.go_time
+        return norm(reach.offset).where(holding, 0.0).max("time", skipna=False)

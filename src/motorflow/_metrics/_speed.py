@@ -40,6 +40,7 @@ class ReactionTime(AbstractMetric):
 
     KIND = "reaction_time"
     UNITS = "s"
+    NEEDS_GO_CUE = True
 
     def compute(self, reach: Reach) -> xr.DataArray | None:
         if "go_time" not in reach.states.coords:

@@ -19,9 +19,11 @@ if TYPE_CHECKING:
         analyse_experiment,
         analysis_comparison,
         analysis_figures,
+        condition_sweep_stage,
         summary_stage,
     )
     from ._check import CheckedConfig, check_config, read_config
+    from ._condition_sweeps import condition_sweep_axis, condition_sweep_points
     from ._config_file import load_config_file
     from ._config_names import check_name
     from ._config_schema import config_json_schema
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
     from ._describe import describe_experiment
     from ._devices import claim_gpus, use_devices, visible_gpus
     from ._estimate import Estimate, estimate
-    from ._preflight import pack_memory, preflight
     from ._experiment_checks import drawn_experiments
     from ._experiments import (
         RESERVED_NAMES,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     )
     from ._last_complete import drop_last_complete, keep_last_complete, last_complete_message
     from ._names_pattern import names_pattern
+    from ._preflight import pack_memory, preflight
     from ._results_folder import (
         RESULTS_ROOT,
         check_results_owner,
@@ -119,8 +121,8 @@ __all__ = [
     "PackMember",
     "StoreError",
     "SweepSpec",
-    "TrainingPreempted",
     "TrainJob",
+    "TrainingPreempted",
     "WarmWorkers",
     "WorkflowConfig",
     "WorkflowRun",
@@ -136,6 +138,9 @@ __all__ = [
     "claim_gpus",
     "code_version",
     "comparison_figure",
+    "condition_sweep_axis",
+    "condition_sweep_points",
+    "condition_sweep_stage",
     "config_json_schema",
     "config_problems",
     "describe_experiment",

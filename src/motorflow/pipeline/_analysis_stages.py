@@ -12,6 +12,7 @@ import jax
 import xarray as xr
 
 from .._analysis._base import AnalysisInputs
+from .._analysis._condition_sweep import condition_sweep, condition_sweep_table
 from .._analysis._config import ANALYSES, AnalysisConfig, StatisticsConfig
 from .._analysis._statistics import summarise, summary_table
 from .._config import TaskConfig
@@ -146,3 +147,39 @@ def summary_stage(
     )
     write_dataset(summary, store_path)
     write_csv(summary_table(summary), table_path)
+
+
+def condition_sweep_stage(
+    experiments: Sequence[str],
+    *,
+    history_paths: Sequence[Path],
+    metrics_paths: Sequence[Path],
+    x: Mapping[str, Sequence[float]],
+    sweep: Mapping[str, Any],
+    x_label: str,
+    marks: Mapping[str, float],
+    statistics: StatisticsConfig,
+    figure_path: Path,
+    table_path: Path,
+    options: Mapping[str, Any],
+) -> None:
+    """A condition sweep's figure and CSV: each experiment's `sweep["metrics"]` in its
+    `sweep["conditions"]` against their `x` values (differences from the
+    `sweep["baseline"]` condition when it is set), with bootstrap intervals as
+    `statistics` sets."""
+    values = read_replicate_values(history_paths, metrics_paths, list(experiments))
+    result = condition_sweep(
+        values,
+        x,
+        conditions=list(sweep["conditions"]),
+        metrics=list(sweep["metrics"]),
+        baseline=sweep["baseline"],
+        key=jax.random.key(statistics.seed),
+        n_resamples=statistics.n_resamples,
+        confidence=statistics.confidence,
+    )
+    write_csv(condition_sweep_table(result), table_path)
+    from .._figures import plot_condition_sweep  # matplotlib only here: a job that draws
+
+    figure = plot_condition_sweep(result, x_label=x_label, marks=dict(marks), title=sweep["title"])
+    save_figure(figure, figure_path, dpi=options["dpi"])

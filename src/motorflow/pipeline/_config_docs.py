@@ -37,7 +37,7 @@ from .._training._config import SnapshotConfig, TrainConfig
 from .._training.constraints import CONSTRAINTS, AbstractConstraint
 from .._training.rules import LEARNING_RULES, AbstractLearningRule
 from .._training.update_rules import UPDATE_RULES, AbstractUpdateRule
-from ._cross_experiment_specs import ComparisonSpec, ProtocolSpec, SweepSpec
+from ._cross_experiment_specs import ComparisonSpec, ConditionSweepSpec, ProtocolSpec, SweepSpec
 from ._workflow_config import (
     ExperimentSpec,
     ResourcesConfig,
@@ -65,6 +65,7 @@ OWN_SECTIONS = (
     "sweeps",
     "protocols",
     "comparisons",
+    "condition_sweeps",
     "resources",
 )
 HEADER = "| key | default | meaning |\n|---|---|---|\n"
@@ -297,6 +298,7 @@ def sections() -> dict[str, str]:
         "sweeps": table(block_rows(SweepSpec)),
         "protocols": table(block_rows(ProtocolSpec)),
         "comparisons": table(block_rows(ComparisonSpec)),
+        "condition_sweeps": table(block_rows(ConditionSweepSpec)),
         "other": table(_other_rows()),
         "resources": table(_resources_rows()),
     }

@@ -1,6 +1,7 @@
 """The config's blocks over several experiments: sweeps (an experiment expanded over a
 grid of settings), protocols (experiments as the stages of one story) and comparisons
-(one hidden-state analysis of several experiments side by side)."""
+(one hidden-state analysis of several experiments side by side) and condition sweeps
+(metrics against a setting that varies across evaluation conditions)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pydantic import AfterValidator, Field, WithJsonSchema, model_validator
 from .._analysis._config import ANALYSES, SummaryMetric
 from .._config_base import Block, Number, Text
 from .._config_errors import ConfigError
-from .._metrics import METRIC_UNITS
+from .._metrics import METRIC_UNITS, METRICS
 from ._config_names import Name
 
 # The schema's pattern (JSON Schema's `$` ends the text); Python checks the whole
@@ -101,8 +102,8 @@ class SweepSpec(Block):
 
 
 # Per-trial metrics a protocol figure can show: every metric of `reach_metrics` but
-# reaction time, which only delayed reaches have.
-ProtocolMetric = Literal[tuple(name for name in METRIC_UNITS if name != "reaction_time")]
+# those measured from the go cue, which only delayed reaches have.
+ProtocolMetric = Literal[tuple(name for name, m in METRICS.items() if not m.NEEDS_GO_CUE)]
 
 
 class ProtocolPanel(Block):
@@ -166,6 +167,60 @@ class ComparisonSpec(Block):
         max_length=12,
         description="experiment names, in the figure's order (e.g. `[point_mass, arm, "
         "muscle_arm]`)",
+    )
+    title: Annotated[Text, Field(max_length=120)] = Field(
+        "", description="the figure's title (by default none)"
+    )
+
+
+# Per-trial metrics a condition sweep can draw (every metric of `reach_metrics`).
+ConditionMetric = Literal[tuple(METRIC_UNITS)]
+SettingName = Annotated[
+    str,
+    Field(pattern=r"^[a-z_][a-z0-9_]*$", max_length=64),
+]
+
+
+class ConditionSweepSpec(Block):
+    """A condition sweep: experiments' metrics against a setting that varies across
+    evaluation conditions (``figures/condition-sweep-<name>.<format>``), e.g. a
+    stimulation's start in each condition, with the numbers in a CSV beside it
+    (``figures/condition-sweep-<name>.csv``: per experiment, condition and metric the x
+    value, the replicates' mean and its bootstrap interval, as `statistics` sets)."""
+
+    experiments: tuple[Name, ...] = Field(
+        min_length=1, max_length=12, description="experiment names, a line each"
+    )
+    conditions: tuple[Name, ...] = Field(
+        min_length=2,
+        max_length=100,
+        description="evaluation conditions (`evaluation.conditions`), the points along the x "
+        "axis; each has one perturbation with `setting`, a number (not a range)",
+    )
+    setting: SettingName = Field(
+        description="the perturbation setting on the x axis (e.g. `start` of a stimulation, "
+        "`fraction` of a lesion)"
+    )
+    relative_to: Literal["trial_start", "go_cue"] = Field(
+        "trial_start",
+        description="`go_cue`: a time setting (e.g. `start`) measured from the evaluation "
+        "reaches' go cue, which the figure marks at 0; needs delayed reaches",
+    )
+    unperturbed_at: Number | None = Field(
+        None,
+        description="the x value of a listed condition without perturbations (e.g. 0 for "
+        "the intact network of a lesion sweep); `null`: every listed condition needs one",
+    )
+    baseline: Name | None = Field(
+        None,
+        description="a condition subtracted from each replicate's value (its own reaches "
+        "and noise: a paired difference, the intervention's effect); `null`: the values",
+    )
+    metrics: tuple[ConditionMetric, ...] = Field(
+        ("endpoint_error", "peak_speed"),
+        min_length=1,
+        max_length=len(METRIC_UNITS),
+        description="per-trial metrics of `metrics.zarr`, averaged over trials, a panel each",
     )
     title: Annotated[Text, Field(max_length=120)] = Field(
         "", description="the figure's title (by default none)"

@@ -31,6 +31,7 @@ from .._model._ensemble import build_model
 from .._tasks import Task
 from .._training._config import TrainConfig
 from .._training._trainable import either, learning_rates, trained_subsets
+from ._condition_sweeps import check_condition_sweeps
 from ._experiment_checks import (
     check_analyses,
     check_chains,
@@ -341,7 +342,12 @@ def resolve_experiments(config: Mapping[str, Any] | WorkflowConfig) -> dict[str,
         for name in settings.sweeps
         if not any(path.startswith(f"sweeps.{name} (as ") for path, _ in specs.values())
     )
-    for check in (check_protocols, check_comparisons, check_drawn_experiments):
+    for check in (
+        check_protocols,
+        check_comparisons,
+        check_condition_sweeps,
+        check_drawn_experiments,
+    ):
         check(settings, experiments, specs, problems, unexpanded=unexpanded)
     with problems.collecting():
         check_drawn_replicate(settings, experiments)

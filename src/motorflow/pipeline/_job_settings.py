@@ -8,6 +8,7 @@ from typing import Any
 from .._config import ModelConfig, TaskConfig
 from .._identity import canonical_json, code_version
 from .._training._config import RESUME_ONLY_KEYS
+from ._condition_sweeps import condition_sweep_axis, condition_sweep_points
 from ._experiments import Experiment
 from ._setting_params import SETTING_PARAM_PREFIX, parse_setting_params
 from ._workflow_config import EvaluationConfig, WorkflowConfig
@@ -119,6 +120,17 @@ def job_settings(
             **statistics,
             "analysis.replicate": replicate,
             **flatten_settings({"comparison": comparison.to_dict()}),
+        }
+    for name, sweep in config.condition_sweeps.items():
+        x_label, marks = condition_sweep_axis(config, name)
+        settings[("condition_sweep_figure", name)] = {
+            **figures,
+            **statistics,
+            **flatten_settings({"condition_sweep": sweep.to_dict()}),
+            # As pairs, in order: flattening would sort the experiments and labels.
+            "x": [[e, x] for e, x in condition_sweep_points(config, experiments, name).items()],
+            "x_label": x_label,
+            "marks": [[label, value] for label, value in marks.items()],
         }
     for name, protocol in config.protocols.items():
         curve_stages = protocol_curve_stages(protocol.stages, experiments)

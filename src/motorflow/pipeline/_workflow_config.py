@@ -24,7 +24,12 @@ from .._perturbations import AnyPerturbation
 from .._tasks import MAX_PERTURBATIONS, AnyTaskConfig
 from .._training._config import TrainConfig
 from ._config_names import Name
-from ._cross_experiment_specs import ComparisonSpec, ProtocolSpec, SweepSpec
+from ._cross_experiment_specs import (
+    ComparisonSpec,
+    ConditionSweepSpec,
+    ProtocolSpec,
+    SweepSpec,
+)
 from ._results_folder import FOLDER_PATTERN as RESULTS_FOLDER_PATTERN
 from ._results_folder import check_results_folder
 
@@ -251,6 +256,12 @@ class WorkflowConfig(Block):
         {},
         description="analyses compared across experiments, by name: each draws one figure "
         "and a CSV of its numbers (see `comparisons.<name>`)",
+    )
+    condition_sweeps: dict[Name, ConditionSweepSpec] = Field(
+        {},
+        description="metrics against a setting that varies across evaluation conditions, "
+        "by name: each draws one figure and a CSV of its numbers (see "
+        "`condition_sweeps.<name>`)",
     )
     evaluation: EvaluationConfig = EvaluationConfig()
     figures: FiguresConfig = FiguresConfig()
