@@ -357,6 +357,18 @@ CORPUS = {
         at("comparisons.both", {"analysis": "tuning", "experiments": ["quiet", "noisy"]}),
         {"analysis_comparison:both"},
     ),
+    "a condition sweep added": (
+        at(
+            "condition_sweeps.timing",
+            {
+                "experiments": ["quiet"],
+                "conditions": ["unperturbed", "pulse"],
+                "setting": "start",
+                "unperturbed_at": 0.0,
+            },
+        ),
+        {"condition_sweep_figure:timing"},
+    ),
     "conditions reordered": (
         lambda config: config["evaluation"].update(
             conditions=dict(reversed(list(config["evaluation"]["conditions"].items())))
@@ -494,6 +506,50 @@ def test_a_comparisons_settings_redraw_exactly_it(edit, also):
     after = copy.deepcopy(before)
     edit(after)
     assert changed_jobs(before, after) == {"analysis_comparison:both"} | also
+
+
+def with_condition_sweep() -> dict:
+    config = tiny_config()
+    config["condition_sweeps"] = {
+        "timing": {
+            "experiments": ["quiet", "noisy"],
+            "conditions": ["unperturbed", "pulse"],
+            "setting": "start",
+            "unperturbed_at": 0.0,
+        }
+    }
+    return config
+
+
+def _later_pulse(config):
+    config["evaluation"]["conditions"]["pulse"][0]["start"] = 0.3
+
+
+@pytest.mark.parametrize(
+    ("edit", "of_the_sweep"),
+    [
+        (at("condition_sweeps.timing.experiments", ["noisy", "quiet"]), True),
+        (at("condition_sweeps.timing.metrics", ["peak_speed"]), True),
+        (at("condition_sweeps.timing.baseline", "curl_cw"), True),
+        (at("condition_sweeps.timing.unperturbed_at", 0.1), True),
+        (at("condition_sweeps.timing.title", "Pulse timing"), True),
+        (at("statistics.seed", 4), False),
+        (_later_pulse, False),
+    ],
+    ids=["experiments", "metrics", "baseline", "unperturbed_at", "title", "seed", "its condition"],
+)
+def test_a_condition_sweeps_settings_redraw_it_and_only_what_else_they_touch(edit, of_the_sweep):
+    # Besides the sweep's figure, what the same edit makes stale without the sweep.
+    alone = set()
+    if not of_the_sweep:
+        without = tiny_config()
+        edit(without)
+        alone = changed_jobs(tiny_config(), without)
+        assert alone
+    before = with_condition_sweep()
+    after = copy.deepcopy(before)
+    edit(after)
+    assert changed_jobs(before, after) == alone | {"condition_sweep_figure:timing"}
 
 
 def delayed_reaches() -> dict:

@@ -9,6 +9,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from ._style import axis_label, suptitle
+from ._sweep import _mark
 
 # Each experiment's replicates are spread over this fraction of the gap between x
 # values, and the experiments side by side over `_EXPERIMENT_SPREAD`.
@@ -64,19 +65,7 @@ def plot_condition_sweep(
             )
         if baseline:
             ax.axhline(0, color="0.5", lw=0.8, zorder=0, gid="no effect")
-        for label, value in (marks or {}).items():
-            ax.axvline(value, color="0.35", ls="--", lw=1, zorder=0, gid="mark")
-            ax.text(
-                value,
-                0.98,
-                f" {label}",
-                transform=ax.get_xaxis_transform(),
-                rotation=90,
-                ha="right",
-                va="top",
-                fontsize="x-small",
-                color="0.35",
-            )
+        _mark(ax, marks or {})
         name = metric.replace("_", " ")
         units = str(cells.units.values)
         ax.set_ylabel(axis_label(f"{name} − {baseline}" if baseline else name, units))

@@ -10,6 +10,7 @@ from typing import Any
 from .._config_errors import ConfigError, Problems
 from .._metrics import METRICS
 from ._cross_experiment_specs import ConditionSweepSpec
+from ._experiment_checks import check_listed_experiments
 from ._workflow_config import WorkflowConfig
 
 
@@ -104,34 +105,20 @@ def check_condition_sweeps(
             )
             if needed
         ]
-        listed: set[str] = set()
+        check_listed_experiments(
+            f"{path}.experiments", sweep.experiments, specs, problems, unexpanded
+        )
         for index, experiment in enumerate(sweep.experiments):
-            where = f"{path}.experiments[{index}]"
-            if experiment in listed:
+            task = experiments[experiment].task if experiment in experiments else None
+            if needs_cue and task is not None and not task.has_go_cue:
                 problems.errors.append(
-                    ConfigError(where, f"{experiment!r} is listed twice; list each experiment once")
+                    ConfigError(
+                        f"{path}.experiments[{index}]",
+                        f"{experiment!r} reaches without a go cue (task kind {task.kind}), "
+                        f"but the sweep's {' and '.join(needs_cue)} need one: use delayed "
+                        "reaches, or drop it from the sweep",
+                    )
                 )
-            listed.add(experiment)
-            if experiment not in specs:
-                if not any(experiment.startswith(f"{s}-") for s in unexpanded):
-                    problems.errors.append(
-                        ConfigError(
-                            where,
-                            f"{experiment!r} is not an experiment (defined: {', '.join(specs)})",
-                        )
-                    )
-                continue
-            if experiment in experiments and needs_cue:
-                task = experiments[experiment].task
-                if not task.has_go_cue:
-                    problems.errors.append(
-                        ConfigError(
-                            where,
-                            f"{experiment!r} reaches without a go cue (task kind "
-                            f"{task.kind}), but the sweep's {' and '.join(needs_cue)} "
-                            "need one: use delayed reaches, or drop it from the sweep",
-                        )
-                    )
 
 
 def condition_sweep_points(

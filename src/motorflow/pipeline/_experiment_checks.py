@@ -283,23 +283,36 @@ def check_comparisons(
                     f"experiments; the ones that do: {', '.join(comparing) or 'none'}",
                 )
             )
-        seen = set()
-        for index, experiment in enumerate(comparison.experiments):
-            path = f"comparisons.{name}.experiments[{index}]"
-            if experiment not in specs:
-                if _from_unexpanded(experiment, unexpanded):
-                    continue
-                problems.errors.append(
-                    ConfigError(
-                        path,
-                        f"{experiment!r} is not an experiment (defined: {', '.join(specs)})",
-                    )
+        check_listed_experiments(
+            f"comparisons.{name}.experiments", comparison.experiments, specs, problems, unexpanded
+        )
+
+
+def check_listed_experiments(
+    path: str,
+    names: Sequence[str],
+    specs: Mapping[str, Any],
+    problems: Problems,
+    unexpanded: Sequence[str] = (),
+) -> None:
+    """Each of `names` (the list at `path`) is an experiment of `specs`, listed once (a
+    point of an `unexpanded` sweep is not named again)."""
+    seen = set()
+    for index, experiment in enumerate(names):
+        where = f"{path}[{index}]"
+        if experiment not in specs:
+            if _from_unexpanded(experiment, unexpanded):
+                continue
+            problems.errors.append(
+                ConfigError(
+                    where, f"{experiment!r} is not an experiment (defined: {', '.join(specs)})"
                 )
-            elif experiment in seen:
-                problems.errors.append(
-                    ConfigError(path, f"{experiment!r} is listed twice; list each experiment once")
-                )
-            seen.add(experiment)
+            )
+        elif experiment in seen:
+            problems.errors.append(
+                ConfigError(where, f"{experiment!r} is listed twice; list each experiment once")
+            )
+        seen.add(experiment)
 
 
 def drawn_experiments(settings: WorkflowConfig, names: Sequence[str]) -> list[str]:
