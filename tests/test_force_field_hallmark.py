@@ -66,11 +66,13 @@ def trained_metrics(config: dict, results) -> dict:
     """Each stage's metrics (mean over replicates, per reach direction), by stage and
     evaluation condition."""
     evaluation = mfp.parse_config(config).evaluation
-    found = {}
-    for name, experiment in mfp.resolve_experiments(config).items():
-        with compiled_as_users_jobs_compile():
+    experiments = mfp.resolve_experiments(config)
+    with compiled_as_users_jobs_compile():  # once: each entry and exit clears JAX's caches
+        for experiment in experiments.values():
             train_through_stages(experiment, results)
             evaluate_through_stage(experiment, results, evaluation)
+    found = {}
+    for name in experiments:
         stage = mfp.open_dataset(results / name / "metrics.zarr").mean("replicate")
         for condition in stage.condition.values:
             found[name, str(condition)] = stage.sel(condition=condition).load()
