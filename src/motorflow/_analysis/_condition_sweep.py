@@ -86,13 +86,14 @@ def condition_sweep(
         )
         estimates[i, j, k] = (finite.mean() if finite.size else np.nan, low, high, finite.size)
     units = [_units(values, metric) for metric in metrics]
+    cell = value.isel(replicate=0, drop=True)  # the layout of a per-cell estimate
     sweep = xr.Dataset(
         {
             "value": value,
-            "mean": value.isel(replicate=0, drop=True).copy(data=estimates[..., 0]),
-            "ci_low": value.isel(replicate=0, drop=True).copy(data=estimates[..., 1]),
-            "ci_high": value.isel(replicate=0, drop=True).copy(data=estimates[..., 2]),
-            "n": value.isel(replicate=0, drop=True).copy(data=estimates[..., 3].astype(np.int64)),
+            "mean": cell.copy(data=estimates[..., 0]),
+            "ci_low": cell.copy(data=estimates[..., 1]),
+            "ci_high": cell.copy(data=estimates[..., 2]),
+            "n": cell.copy(data=estimates[..., 3].astype(np.int64)),
             "x": (("experiment", "condition"), np.array([list(x[n]) for n in values], float)),
         }
     ).assign_coords(units=("metric", units))
