@@ -130,6 +130,15 @@ def test_a_fraction_of_units_is_one_fixed_draw_of_its_seed():
     assert len(others) > 1  # the seed chooses the pattern
 
 
+def test_larger_fractions_of_one_seed_hold_the_smaller_ones_units():
+    """A lesion sweep (config/lesion.yaml) silences growing shares of one order: each
+    lesion adds units to the smaller one's, so the sweep's points differ only by them."""
+    sizes = [intervention("lesion", fraction=f).chosen_units(32) for f in (0.05, 0.2, 0.5)]
+    assert [len(units) for units in sizes] == [2, 6, 16]
+    for smaller, larger in zip(sizes, sizes[1:]):
+        assert set(smaller) < set(larger)
+
+
 def test_a_network_trained_with_its_units_clamped_trains_and_learns_otherwise(tmp_path):
     config = mf.TaskConfig.from_dict(
         {
