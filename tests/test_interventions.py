@@ -2,6 +2,8 @@
 acts exactly on its units in its window, after the cell's update, with every cell; an
 inactive one changes nothing bitwise; they train; their draws are stored."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -58,6 +60,21 @@ def test_a_clamped_unit_is_its_value_in_the_window_and_nothing_changes_before(ce
         states.control.sel(condition="clamped").isel(time=3),
         states.control.sel(condition="free").isel(time=3),
     )
+
+
+@pytest.mark.parametrize("cell", ["gru", "leaky"])
+def test_a_unit_clamped_at_its_start_keeps_the_state_it_had_before_the_window(cell):
+    frozen_clamp = intervention("clamp", units=CHOSEN, at="start", **WINDOW)
+    states = evaluated({"free": (), "frozen": (frozen_clamp,)}, network={"cell": cell})
+    free, frozen = hidden(states, "free"), hidden(states, "frozen")
+    np.testing.assert_array_equal(frozen[..., :3, :], free[..., :3, :])
+    before = free[..., 2, CHOSEN]  # the state the window begins from, per trial
+    for step in STEPS:
+        np.testing.assert_array_equal(frozen[..., step, CHOSEN], before)
+    assert not np.allclose(free[..., 5, CHOSEN], before)  # left free, they move on
+    others = [u for u in range(N_UNITS) if u not in CHOSEN]
+    np.testing.assert_array_equal(frozen[..., 3, others], free[..., 3, others])
+    assert not np.allclose(frozen[..., 6:, :], free[..., 6:, :])
 
 
 def test_stimulation_adds_to_its_units_at_each_step_of_its_window_only():
@@ -135,7 +152,7 @@ def test_larger_fractions_of_one_seed_hold_the_smaller_ones_units():
     lesion adds units to the smaller one's, so the sweep's points differ only by them."""
     sizes = [intervention("lesion", fraction=f).chosen_units(32) for f in (0.05, 0.2, 0.5)]
     assert [len(units) for units in sizes] == [2, 6, 16]
-    for smaller, larger in zip(sizes, sizes[1:]):
+    for smaller, larger in itertools.pairwise(sizes):
         assert set(smaller) < set(larger)
 
 

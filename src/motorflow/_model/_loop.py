@@ -204,6 +204,7 @@ class ClosedLoop(eqx.Module):
             if gradient_window is not None:
                 carry = _cut_gradient_at(t % gradient_window == 0, carry)
             state, queue, hidden = carry
+            before = hidden  # the state a freeze holds
             feedback_key, network_key = jax.random.split(step_key)
             observed = self._observe(state)
             units = None
@@ -231,7 +232,9 @@ class ClosedLoop(eqx.Module):
                     key=network_key,
                 )
             if units is not None:  # interventions on the units: after the update
-                hidden = units.apply(hidden, key=jax.random.fold_in(network_key, 1))
+                hidden = units.apply(
+                    hidden, previous=before, key=jax.random.fold_in(network_key, 1)
+                )
                 output = self.network.readout(hidden)
             if probed is None:
                 recorded_hidden = hidden

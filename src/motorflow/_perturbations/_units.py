@@ -35,14 +35,18 @@ from ._base import (
     shown,
 )
 
-# What a term does to its units: add to them, add noise of that std, or hold them.
-ACTIONS = ("add", "noise", "hold")
+# What a term does to its units: add to them, add noise of that std, hold them at a
+# value, or hold them at their state before the step (held at every step of a window,
+# they keep the state they had as it began).
+ACTIONS = ("add", "noise", "hold", "freeze")
+_HOLDS = ("hold", "freeze")
 
 
 class UnitTerm(eqx.Module):
     """One intervention's action on its `units` (indices, a constant of the program):
     per step `t`, `amount[t]` is what it adds (``add``), the std of the noise it adds
-    (``noise``), or, for ``hold``, 1 where the units are held at `value[t]` (else 0).
+    (``noise``), or, for ``hold``, 1 where the units are held at `value[t]` (else 0)
+    and for ``freeze``, 1 where they are held at their state before the step's update.
     Only the per-step numbers are arrays, so a trial carries a few numbers a step, not
     a value per unit."""
 
@@ -59,17 +63,24 @@ class UnitTerm(eqx.Module):
 class UnitEffects(eqx.Module):
     """What the interventions of one trial do to the hidden units: their terms, applied
     at each step after the cell's update, the additions and noises first, then the
-    holds (a hold later in the list wins on a unit two of them hold)."""
+    holds and freezes (a later one in the list wins on a unit two of them hold)."""
 
     terms: tuple[UnitTerm, ...]
 
     def __add__(self, other: UnitEffects) -> UnitEffects:
         return UnitEffects(self.terms + other.terms)
 
-    def apply(self, hidden: Float[Array, " hidden"], *, key: PRNGKeyArray) -> Array:
+    def apply(
+        self,
+        hidden: Float[Array, " hidden"],
+        *,
+        previous: Float[Array, " hidden"],
+        key: PRNGKeyArray,
+    ) -> Array:
         """The hidden state after one step's interventions (the terms hold that step's
-        numbers, scalars; `key`: their noise, a key per term from it)."""
-        ordered = sorted(enumerate(self.terms), key=lambda item: item[1].action == "hold")
+        numbers, scalars; `previous`: the state before the step's update, which a
+        freeze holds; `key`: their noise, a key per term from it)."""
+        ordered = sorted(enumerate(self.terms), key=lambda item: item[1].action in _HOLDS)
         for index, term in ordered:
             units = np.asarray(term.units)
             if term.action == "add":
@@ -78,7 +89,8 @@ class UnitEffects(eqx.Module):
                 draw = jax.random.normal(jax.random.fold_in(key, index), units.shape)
                 hidden = hidden.at[units].add(term.amount * draw.astype(hidden.dtype))
             else:
-                held = jnp.where(term.amount > 0, term.value, hidden[units])
+                value = term.value if term.action == "hold" else previous[units]
+                held = jnp.where(term.amount > 0, value, hidden[units])
                 hidden = hidden.at[units].set(held)
         return hidden
 
@@ -192,17 +204,35 @@ class Stimulation(_Windowed):
 
 
 class Clamp(_Windowed):
-    """The chosen units held at `value` during ``[start, start + duration)``: their state
-    is `value` at those steps, whatever the cell's update."""
+    """The chosen units held during ``[start, start + duration)``, whatever the cell's
+    update: at `value` (``at: value``), or each at its own state just before the window
+    (``at: start``: frozen, as feedbax's clamp holds a state at a chosen one)."""
 
     kind: Literal["clamp"] = "clamp"
-    value: Drawn = Field(0.0, description="the state the chosen units are held at")
+    value: Drawn = Field(0.0, description="the state the chosen units are held at (`at: value`)")
+    at: Literal["value", "start"] = Field(
+        "value",
+        description="`value`: hold the units at `value`; `start`: hold each unit at its "
+        "state just before the window (`value` unused)",
+    )
 
     DRAWN: ClassVar[tuple[str, ...]] = ("value", "start", "duration")
     UNITS: ClassVar[dict[str, str]] = {"value": "1", "start": "s", "duration": "s"}
     SIZE: ClassVar[str] = "value"
     LABEL: ClassVar[str] = "clamp {units} at {size}"
     ACTION: ClassVar[str] = "hold"
+
+    def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
+        if self.at == "value":
+            return super().effects(params, trial)
+        on = params["active"] * trial.window(params["start"], params["duration"])
+        return self.term("freeze", on, trial.n_units)
+
+    @classmethod
+    def describe(cls, settings: Mapping[str, Any]) -> str:
+        if settings.get("at", "value") == "value":
+            return super().describe(settings)
+        return f"clamp {cls._chosen(settings)} at their state from {shown(settings['start'])} s"
 
 
 class UnitNoise(_Windowed):
