@@ -558,6 +558,11 @@ CASES = {
         "tasks.reach.perturbations[0].units",
         ["`units`", "`fraction`", "one of the two"],
     ),
+    "a clamp at its start given a value": (
+        at("evaluation.conditions.frozen", [{"kind": "clamp", "at": "start", "value": 0.5}]),
+        "evaluation.conditions.frozen[0].value",
+        ["`at: start`", "no `value`", "`at: value`"],
+    ),
     "e-prop under an intervention on the units": (
         lambda config: (
             at("trainings.quick.learning", {"kind": "eprop"})(config),

@@ -206,7 +206,7 @@ class Stimulation(_Windowed):
 class Clamp(_Windowed):
     """The chosen units held during ``[start, start + duration)``, whatever the cell's
     update: at `value` (``at: value``), or each at its own state just before the window
-    (``at: start``: frozen, as feedbax's clamp holds a state at a chosen one)."""
+    (``at: start``: frozen where the trial had brought them)."""
 
     kind: Literal["clamp"] = "clamp"
     value: Drawn = Field(0.0, description="the state the chosen units are held at (`at: value`)")
@@ -215,6 +215,16 @@ class Clamp(_Windowed):
         description="`value`: hold the units at `value`; `start`: hold each unit at its "
         "state just before the window (`value` unused)",
     )
+
+    @model_validator(mode="after")
+    def _value_held(self):
+        if self.at == "start" and self.value != 0.0:
+            raise ConfigError(
+                "value",
+                "a clamp with `at: start` holds each unit at its own state as the window "
+                "begins, so it takes no `value`: remove `value`, or use `at: value`",
+            )
+        return self
 
     DRAWN: ClassVar[tuple[str, ...]] = ("value", "start", "duration")
     UNITS: ClassVar[dict[str, str]] = {"value": "1", "start": "s", "duration": "s"}
