@@ -4,6 +4,7 @@ inactive one changes nothing bitwise; they train; their draws are stored."""
 
 import itertools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,10 +34,13 @@ INTERVENTIONS = {
 }
 
 
-def evaluated(conditions, network=None):
-    """The tiny ensemble's evaluation states in `conditions` (with its noise on)."""
+def evaluated(conditions, network=None, readout=None):
+    """The tiny ensemble's evaluation states in `conditions` (with its noise on); with
+    `readout`, its replicates' readout weights `(replicate, control, unit)`."""
     config = tiny_model_config(**(network or {}))
     ensemble = mf.make_ensemble(config, n_replicates=2, n_task_inputs=2, key=jax.random.key(0))
+    if readout is not None:
+        ensemble = eqx.tree_at(lambda m: m.network.readout.weight, ensemble, readout)
     return mf.evaluate(ensemble, tiny_task(), config, key=jax.random.key(1), conditions=conditions)
 
 
@@ -75,6 +79,52 @@ def test_a_unit_clamped_at_its_start_keeps_the_state_it_had_before_the_window(ce
     others = [u for u in range(N_UNITS) if u not in CHOSEN]
     np.testing.assert_array_equal(frozen[..., 3, others], free[..., 3, others])
     assert not np.allclose(frozen[..., 6:, :], free[..., 6:, :])
+
+
+# A readout that reads units 0 and 1 only: its potent space is theirs by construction,
+# the null space the other units'.
+AXIS_READOUT = jnp.zeros((2, 2, N_UNITS)).at[:, 0, 0].set(1.5).at[:, 1, 1].set(-0.8)
+POTENT, NULL = [0, 1], list(range(2, N_UNITS))
+
+
+def test_a_clamp_of_the_potent_space_freezes_the_output_and_leaves_the_null_space_free():
+    potent = intervention("clamp", space="output_potent", at="start", **WINDOW)
+    null = intervention("clamp", space="output_null", **WINDOW)  # at 0
+    states = evaluated({"free": (), "potent": (potent,), "null": (null,)}, readout=AXIS_READOUT)
+    free, held, silent = (hidden(states, c) for c in ("free", "potent", "null"))
+    np.testing.assert_array_equal(held[..., :3, :], free[..., :3, :])
+    for step in STEPS:  # the potent units stay where the window found them
+        np.testing.assert_allclose(held[..., step, POTENT], free[..., 2, POTENT], atol=1e-6)
+        np.testing.assert_allclose(silent[..., step, NULL], 0.0, atol=1e-6)
+    # The rest moves as the cell drives it: at the window's first step, as without it.
+    np.testing.assert_allclose(held[..., 3, NULL], free[..., 3, NULL], atol=1e-6)
+    np.testing.assert_allclose(silent[..., 3, POTENT], free[..., 3, POTENT], atol=1e-6)
+    assert not np.allclose(held[..., 5, NULL], held[..., 3, NULL])
+
+
+def test_a_frozen_potent_space_holds_any_readouts_output_while_the_state_moves():
+    readout = jax.random.normal(jax.random.key(5), (2, 2, N_UNITS))
+    potent = intervention("clamp", space="output_potent", at="start", **WINDOW)
+    states = evaluated({"free": (), "potent": (potent,)}, readout=readout)
+    output = states.output.sel(condition="potent").transpose(..., "time", "actuator").values
+    for step in STEPS:  # the readout sees the state of the step before the window
+        np.testing.assert_allclose(output[..., step, :], output[..., 2, :], atol=1e-5)
+    state = hidden(states, "potent")
+    assert np.abs(state[..., 5, :] - state[..., 3, :]).max() > 1e-3  # the null part moves
+    assert not np.allclose(output[..., 6:, :], output[..., 5:6, :])  # released after it
+
+
+@pytest.mark.parametrize(
+    ("settings", "key"),
+    [
+        ({"space": "output_potent", "value": 0.5}, "value"),
+        ({"space": "output_null", "units": [0]}, "space"),
+        ({"space": "output_potent", "fraction": 0.5}, "space"),
+    ],
+)
+def test_a_clamp_of_a_space_refuses_settings_of_units_or_values(settings, key):
+    with pytest.raises(ValueError, match=key):
+        intervention("clamp", **settings)
 
 
 def test_stimulation_adds_to_its_units_at_each_step_of_its_window_only():
@@ -156,14 +206,18 @@ def test_larger_fractions_of_one_seed_hold_the_smaller_ones_units():
         assert set(smaller) < set(larger)
 
 
-def test_a_network_trained_with_its_units_clamped_trains_and_learns_otherwise(tmp_path):
+@pytest.mark.parametrize(
+    "held",
+    [{"units": CHOSEN, "value": 0.0}, {"space": "output_potent", "at": "start"}],
+    ids=["units", "potent_space"],
+)
+def test_a_network_trained_with_its_units_clamped_trains_and_learns_otherwise(tmp_path, held):
+    """With a readout's space held, the gradient also flows through its projection."""
     config = mf.TaskConfig.from_dict(
         {
             "n_steps": 12,
             "eval": {"n_directions": 4},
-            "perturbations": [
-                {"kind": "clamp", "units": CHOSEN, "value": 0.0, "start": 0.1, "duration": 0.2}
-            ],
+            "perturbations": [{"kind": "clamp", **held, "start": 0.1, "duration": 0.2}],
         }
     )
     task = mf.Task(config)

@@ -233,7 +233,10 @@ class ClosedLoop(eqx.Module):
                 )
             if units is not None:  # interventions on the units: after the update
                 hidden = units.apply(
-                    hidden, previous=before, key=jax.random.fold_in(network_key, 1)
+                    hidden,
+                    previous=before,
+                    readout=self.network.readout.weight,
+                    key=jax.random.fold_in(network_key, 1),
                 )
                 output = self.network.readout(hidden)
             if probed is None:

@@ -10,6 +10,9 @@ and it works alike for every cell, whatever its update.
 The units are chosen by index (`units`) or as a fraction of them drawn once from a
 seed (`fraction`, `seed`): a fixed pattern, the same for every trial and replicate,
 as Churchland & Shenoy (2007, J Neurophysiol 97:348) stimulated through one electrode.
+A clamp may instead hold the state's part in one of the readout's spaces (Kaufman et
+al. 2014, Nat Neurosci 17:440), each replicate's own, computed from its readout at
+every step (so training moves it with the readout).
 """
 
 from __future__ import annotations
@@ -40,6 +43,17 @@ from ._base import (
 # they keep the state they had as it began).
 ACTIONS = ("add", "noise", "hold", "freeze")
 _HOLDS = ("hold", "freeze")
+# What a term acts on: its units, or the part of the state in one of the readout's
+# spaces (Kaufman et al. 2014's output-potent space, the readout's row space, or the
+# output-null space, its complement; motorflow._analysis._output_spaces).
+SPACES = ("units", "output_potent", "output_null")
+
+
+def readout_projection(weight: Float[Array, "control hidden"], space: str) -> Array:
+    """The orthogonal projection `(hidden, hidden)` onto the ``output_potent`` space of a
+    readout of `weight` (its row space: ``pinv(W) W``) or the ``output_null`` space."""
+    potent = jnp.linalg.pinv(weight) @ weight
+    return potent if space == "output_potent" else jnp.eye(weight.shape[-1]) - potent
 
 
 class UnitTerm(eqx.Module):
@@ -48,16 +62,24 @@ class UnitTerm(eqx.Module):
     (``noise``), or, for ``hold``, 1 where the units are held at `value[t]` (else 0)
     and for ``freeze``, 1 where they are held at their state before the step's update.
     Only the per-step numbers are arrays, so a trial carries a few numbers a step, not
-    a value per unit."""
+    a value per unit. A term on a `space` of the readout (``output_potent`` or
+    ``output_null``, with
+    no `units`) holds the state's part in that space instead: at zero (``hold``) or at
+    its part before the step (``freeze``)."""
 
     amount: Float[Array, " time"]
     value: Float[Array, " time"] | None
     units: tuple[int, ...] = eqx.field(static=True)
     action: str = eqx.field(static=True)
+    space: str = eqx.field(static=True, default="units")
 
     def __check_init__(self):
         if self.action not in ACTIONS:
             raise ValueError(f"action must be one of {ACTIONS}, not {self.action!r}")
+        if self.space not in SPACES:
+            raise ValueError(f"space must be one of {SPACES}, not {self.space!r}")
+        if self.space != "units" and self.action not in _HOLDS:
+            raise ValueError(f"a term on the {self.space} space holds it: not {self.action!r}")
 
 
 class UnitEffects(eqx.Module):
@@ -75,11 +97,13 @@ class UnitEffects(eqx.Module):
         hidden: Float[Array, " hidden"],
         *,
         previous: Float[Array, " hidden"],
+        readout: Float[Array, "control hidden"],
         key: PRNGKeyArray,
     ) -> Array:
         """The hidden state after one step's interventions (the terms hold that step's
         numbers, scalars; `previous`: the state before the step's update, which a
-        freeze holds; `key`: their noise, a key per term from it)."""
+        freeze holds; `readout`: the readout's weight, whose spaces a term may hold;
+        `key`: their noise, a key per term from it)."""
         ordered = sorted(enumerate(self.terms), key=lambda item: item[1].action in _HOLDS)
         for index, term in ordered:
             units = np.asarray(term.units)
@@ -88,6 +112,11 @@ class UnitEffects(eqx.Module):
             elif term.action == "noise":
                 draw = jax.random.normal(jax.random.fold_in(key, index), units.shape)
                 hidden = hidden.at[units].add(term.amount * draw.astype(hidden.dtype))
+            elif term.space != "units":
+                target = previous if term.action == "freeze" else jnp.zeros_like(hidden)
+                projection = readout_projection(readout, term.space)
+                moved = hidden - projection @ (hidden - target)
+                hidden = jnp.where(term.amount > 0, moved, hidden)
             else:
                 value = term.value if term.action == "hold" else previous[units]
                 held = jnp.where(term.amount > 0, value, hidden[units])
@@ -206,7 +235,10 @@ class Stimulation(_Windowed):
 class Clamp(_Windowed):
     """The chosen units held during ``[start, start + duration)``, whatever the cell's
     update: at `value` (``at: value``), or each at its own state just before the window
-    (``at: start``: frozen where the trial had brought them)."""
+    (``at: start``: frozen where the trial had brought them). With `space` set, the
+    state's part in the readout's output-potent or output-null space is held instead
+    (Kaufman et al. 2014, Nat Neurosci 17:440: preparation lives in the null space),
+    at zero or at its part just before the window, and the rest moves freely."""
 
     kind: Literal["clamp"] = "clamp"
     value: Drawn = Field(0.0, description="the state the chosen units are held at (`at: value`)")
@@ -214,6 +246,13 @@ class Clamp(_Windowed):
         "value",
         description="`value`: hold the units at `value`; `start`: hold each unit at its "
         "state just before the window (`value` unused)",
+    )
+    space: Literal["units", "output_potent", "output_null"] = Field(
+        "units",
+        description="`units`: hold the chosen units; `output_potent` / `output_null`: hold "
+        "the state's part in the readout's output-potent space (its row space) / null space "
+        "(the rest), each replicate's own, at 0 (`at: value`) or at its part just before "
+        "the window (`at: start`); no `units` or `fraction` then",
     )
 
     @model_validator(mode="after")
@@ -224,6 +263,21 @@ class Clamp(_Windowed):
                 "a clamp with `at: start` holds each unit at its own state as the window "
                 "begins, so it takes no `value`: remove `value`, or use `at: value`",
             )
+        if self.space == "units":
+            return self
+        if self.value != 0.0:
+            raise ConfigError(
+                "value",
+                f"a clamp of the {self.space} space holds its part of the state at 0 or, "
+                "with `at: start`, where the window found it; remove `value`",
+            )
+        if self.units is not None or (self.fraction, self.seed) != (_DEFAULT_FRACTION, 0):
+            raise ConfigError(
+                "space",
+                f"a clamp of the {self.space} space acts on the whole state's part in it, "
+                "not on chosen units: remove `units`, `fraction` and `seed`, or set "
+                "`space: units`",
+            )
         return self
 
     DRAWN: ClassVar[tuple[str, ...]] = ("value", "start", "duration")
@@ -233,16 +287,26 @@ class Clamp(_Windowed):
     ACTION: ClassVar[str] = "hold"
 
     def effects(self, params: dict[str, Array], trial: TrialGeometry) -> Effects:
-        if self.at == "value":
+        if self.at == "value" and self.space == "units":
             return super().effects(params, trial)
         on = params["active"] * trial.window(params["start"], params["duration"])
-        return self.term("freeze", on, trial.n_units)
+        action = "freeze" if self.at == "start" else "hold"
+        if self.space == "units":
+            return self.term(action, on, trial.n_units)
+        term = UnitTerm(amount=on, value=None, units=(), action=action, space=self.space)
+        return Effects.only(on.shape[0], network=UnitEffects((term,)))
+
+    def model_problem(self, n_units: int) -> str | None:
+        return None if self.space != "units" else super().model_problem(n_units)
 
     @classmethod
     def describe(cls, settings: Mapping[str, Any]) -> str:
-        if settings.get("at", "value") == "value":
+        space, at = settings.get("space", "units"), settings.get("at", "value")
+        if space == "units" and at == "value":
             return super().describe(settings)
-        return f"clamp {cls._chosen(settings)} at their state from {shown(settings['start'])} s"
+        what = cls._chosen(settings) if space == "units" else f"the {space.replace('_', '-')} part"
+        held = "at 0" if at == "value" else "at its state" if space != "units" else "at their state"
+        return f"clamp {what} {held} from {shown(settings['start'])} s"
 
 
 class UnitNoise(_Windowed):
