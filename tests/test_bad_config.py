@@ -563,6 +563,11 @@ CASES = {
         "evaluation.conditions.frozen[0].value",
         ["`at: start`", "no `value`", "`at: value`"],
     ),
+    "a clamp of the readout's space given units": (
+        at("evaluation.conditions.held", [{"kind": "clamp", "space": "output_null", "units": [0]}]),
+        "evaluation.conditions.held[0].space",
+        ["`units`", "`space: units`"],
+    ),
     "e-prop under an intervention on the units": (
         lambda config: (
             at("trainings.quick.learning", {"kind": "eprop"})(config),

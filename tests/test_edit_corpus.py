@@ -337,6 +337,17 @@ CORPUS = {
         at("evaluation.conditions.pulse", [{"kind": "force_pulse"}]),
         jobs("evaluate"),
     ),
+    "a condition holding the readout's potent space at its start": (
+        at(
+            "evaluation.conditions.potent",
+            [{"kind": "clamp", "space": "output_potent", "at": "start", "start": 0.1}],
+        ),
+        jobs("evaluate"),
+    ),
+    "units clamped at their start while training": (
+        at("tasks.reach.perturbations", [{"kind": "clamp", "units": [0, 1], "at": "start"}]),
+        TASK,
+    ),
     "a protocol's metric": (
         at("protocols.noise.metric", "endpoint_error"),
         {"protocol_figure:noise"},
