@@ -63,9 +63,8 @@ class UnitTerm(eqx.Module):
     and for ``freeze``, 1 where they are held at their state before the step's update.
     Only the per-step numbers are arrays, so a trial carries a few numbers a step, not
     a value per unit. A term on a `space` of the readout (``output_potent`` or
-    ``output_null``, with
-    no `units`) holds the state's part in that space instead: at zero (``hold``) or at
-    its part before the step (``freeze``)."""
+    ``output_null``, with no `units`) holds the state's part in that space instead: at
+    zero (``hold``) or at its part before the step (``freeze``)."""
 
     amount: Float[Array, " time"]
     value: Float[Array, " time"] | None
@@ -304,8 +303,12 @@ class Clamp(_Windowed):
         space, at = settings.get("space", "units"), settings.get("at", "value")
         if space == "units" and at == "value":
             return super().describe(settings)
-        what = cls._chosen(settings) if space == "units" else f"the {space.replace('_', '-')} part"
-        held = "at 0" if at == "value" else "at its state" if space != "units" else "at their state"
+        if space == "units":
+            what, held = cls._chosen(settings), "at their state"
+        else:
+            what, held = f"the {space.replace('_', '-')} part", "at its state"
+        if at == "value":
+            held = "at 0"
         return f"clamp {what} {held} from {shown(settings['start'])} s"
 
 
