@@ -568,13 +568,23 @@ CASES = {
         "evaluation.conditions.held[0].space",
         ["`units`", "`space: units`"],
     ),
-    "e-prop under an intervention on the units": (
+    "e-prop under a clamp of the readout's null space": (
         lambda config: (
             at("trainings.quick.learning", {"kind": "eprop"})(config),
+            at("tasks.reach.perturbations", [{"kind": "clamp", "space": "output_null"}])(config),
+        ),
+        "experiments.quiet.training.learning",
+        ["e-prop", "output_null", "space: units", "bptt"],
+    ),
+    "rls under an intervention on the units": (
+        lambda config: (
+            config["trainings"]["quick"].update(
+                trainable=["network.readout"], learning={"kind": "rls"}
+            ),
             at("tasks.reach.perturbations", [{"kind": "stimulation", "fraction": 0.5}])(config),
         ),
         "experiments.quiet.training.learning",
-        ["eprop", "stimulation", "bptt"],
+        ["rls", "stimulation", "eprop"],
     ),
     "a condition beginning after the trial": (
         at("evaluation.conditions.late", [{"kind": "target_jump", "time": 2.0}]),

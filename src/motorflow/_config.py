@@ -121,18 +121,13 @@ def check_training_fits_model(train: TrainConfig, model: ModelConfig, path: str 
 
 def check_training_fits_task(train: TrainConfig, task: TaskConfig, path: str = "") -> None:
     """Updates within a rollout (`learning.update_every`) come within the task's trials,
-    a truncation window (`learning.window`) is no longer than they are, and a rule
-    that does not follow the loss's gradient (e-prop, RLS) trains no network whose
-    units are intervened on (its traces and targets would not know of the clamp)."""
-    on_units = [p.kind for p in task.perturbations if p.ON_UNITS]
-    if on_units and not type(train.learning).exact_gradient:
-        raise ConfigError(
-            f"{path}.training.learning" if path else "training.learning",
-            f"the {train.learning.kind} rule cannot train under the task's "
-            f"{', '.join(on_units)} (an intervention on the network's units, which its "
-            "learning signal does not take into account); train with bptt or "
-            "truncated_bptt, or intervene in the evaluation conditions only",
-        )
+    a truncation window (`learning.window`) is no longer than they are, and the rule
+    can train under the task's interventions on the units (RLS's targets do not know
+    of them; e-prop's traces follow units, not a readout space's mix)."""
+    on_units = [p for p in task.perturbations if p.ON_UNITS]
+    problem = train.learning.intervention_problem(on_units) if on_units else None
+    if problem is not None:
+        raise ConfigError(f"{path}.training.learning" if path else "training.learning", problem)
     window = getattr(train.learning, "window", None)
     if window is not None and window > task.n_steps:
         raise ConfigError(

@@ -41,6 +41,22 @@ def _effects_and_goal(model: ClosedLoop, task: Task, trial: Trials):
     return effects, trial.goal_pos + effects.goal
 
 
+def held_units(model: ClosedLoop, task: Task, trials: Trials) -> tuple[Array, Array] | None:
+    """Per trial (leading dim) and step, which hidden units' states the cell's update
+    reaches and which keep their state from before the step under the trials'
+    interventions on the units (:meth:`UnitEffects.held`), or None where the trials
+    carry none (the steps' derivatives are then the cell's own)."""
+    if not any(p.ON_UNITS for p in trials.perturbations):
+        return None
+    n_units = model.network.cell.hidden_size
+
+    def one(trial):
+        effects, _ = _effects_and_goal(model, task, trial)
+        return effects.network.held(n_units)
+
+    return jax.vmap(one)(trials)
+
+
 def run_trial(
     model: ClosedLoop,
     task: Task,

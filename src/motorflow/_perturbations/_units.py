@@ -91,6 +91,27 @@ class UnitEffects(eqx.Module):
     def __add__(self, other: UnitEffects) -> UnitEffects:
         return UnitEffects(self.terms + other.terms)
 
+    def held(self, n_units: int) -> tuple[Array, Array]:
+        """Which units' states the cell's update reaches, per step: ``(reached, kept)``,
+        each `(time, n_units)`, with ``reached`` 0 where a hold or freeze sets the
+        unit's state after the update (else 1) and ``kept`` 1 where a freeze keeps the
+        state from before the step (else 0). Additions and noise leave the update's
+        derivatives as they are; a later term wins, as in :meth:`apply`. A term on a
+        readout space mixes units and has no per-unit form (ValueError)."""
+        n_steps = self.terms[0].amount.shape[0]
+        reached = jnp.ones((n_steps, n_units))
+        kept = jnp.zeros((n_steps, n_units))
+        for term in self.terms:
+            if term.action not in _HOLDS:
+                continue
+            if term.space != "units":
+                raise ValueError(f"a hold of the {term.space} space acts on no unit alone")
+            units, on = np.asarray(term.units), (term.amount > 0)[:, None]
+            reached = reached.at[:, units].set(jnp.where(on, 0.0, reached[:, units]))
+            frozen = 1.0 if term.action == "freeze" else 0.0
+            kept = kept.at[:, units].set(jnp.where(on, frozen, kept[:, units]))
+        return reached, kept
+
     def apply(
         self,
         hidden: Float[Array, " hidden"],

@@ -82,6 +82,12 @@ class AbstractLearningRule(Block):
         (a built plant) with `trainable` parts, or None: checked with the config."""
         return None
 
+    def intervention_problem(self, interventions: list[Any]) -> str | None:
+        """Why this rule cannot train a network under `interventions` (the task's
+        perturbations on the network's units), or None: a rule that follows the loss's
+        gradient trains under any, since the gradient passes through them."""
+        return None
+
     def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> PyTree:
         """One replicate's rule state before the first batch (None: none)."""
         return None

@@ -23,6 +23,13 @@ see, its recurrence or its later outputs (:class:`motorflow._model._loop.Probe`)
 non-causal (it needs the rest of the trial), so the update is applied once per
 rollout, like e-prop's offline form. ``dE/dh(t)`` is the loss's direct dependence
 on the hidden state (an activity penalty).
+
+Under interventions on the units (:mod:`motorflow._perturbations._units`) a unit held
+at a value has a state that no weight moves, so its traces are zero while it is held
+and start again from there; a frozen unit keeps its state and so its traces; additions
+and noise leave the derivatives as they are (:meth:`UnitEffects.held`). With those
+traces e-prop is still exact wherever it cuts no path. A clamp of a readout space
+holds a mix of the units, which no unit's own trace follows: it is refused.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from pydantic import Field
 from ..._cells import AbstractCell
 from ..._config_base import Boolean, PositiveInt, PositiveNumber
 from ..._model._attribute_paths import attribute_getter
+from ..._model._episode import held_units
 from ..._model._loop import ClosedLoop, RolloutOptions
 from ._base import AbstractLearningRule, Batch
 from ._eprop_gru import gru_eligibility_gradient
@@ -124,6 +132,19 @@ class EProp(AbstractLearningRule):
             return "trace_clip is implemented for the tanh units' traces, not the GRU's"
         return None
 
+    def intervention_problem(self, interventions):
+        # A clamp of a readout space sets a mix of the units, which no unit's own trace
+        # can follow; holds and freezes of units zero or keep their traces.
+        spaces = [p for p in interventions if getattr(p, "space", "units") != "units"]
+        if not spaces:
+            return None
+        return (
+            f"e-prop's eligibility traces are each unit's own, and a clamp of the "
+            f"{spaces[0].space} space holds a mix of the units; clamp chosen units "
+            "(space: units), train with bptt or truncated_bptt, or clamp the space in "
+            "the evaluation conditions only"
+        )
+
     def init(self, model: ClosedLoop, *, key: PRNGKeyArray | None) -> Any:
         if self.feedback == "symmetric":
             return None
@@ -142,6 +163,7 @@ class EProp(AbstractLearningRule):
         unit = attribute_getter(_unit_path(cell))(batch.model)
         alpha = cell.eprop_alpha()
         feedback = network.readout.weight.T if state is None else state["feedback"]
+        held = held_units(batch.model, batch.task, batch.trials)
         if self.segment_steps is not None and batch.pieces is not None and not states:
             # (Asked for the rollouts, the rule runs the trial whole: they are kept.)
             total, terms, cell_gradient, readout_gradient = streamed_gradient(
@@ -153,6 +175,7 @@ class EProp(AbstractLearningRule):
                 feedback,
                 segment_steps=self.segment_steps,
                 feedback_path=self.feedback_path,
+                held=held,
             )
             finished = self._finish(
                 params, cell, cell_gradient, readout_gradient, total, terms, None, False
@@ -175,6 +198,7 @@ class EProp(AbstractLearningRule):
                 rollouts,
                 signals,
                 feedback_path=self.feedback_path,
+                held=held,
             )
             return (
                 *self._finish(
@@ -193,22 +217,24 @@ class EProp(AbstractLearningRule):
         weights = unit_weights(unit, traces)
         if traces == "gru":
 
-            def trial_gradient(x, h, signal):
-                return gru_eligibility_gradient(weights, x, h, signal)
+            def trial_gradient(x, h, signal, held):
+                return gru_eligibility_gradient(weights, x, h, signal, held=held)
         else:
 
-            def trial_gradient(x, h, signal):
+            def trial_gradient(x, h, signal, held):
                 return eligibility_gradient(
-                    weights, alpha, x, h, signal, trace_clip=self.trace_clip
+                    weights, alpha, x, h, signal, trace_clip=self.trace_clip, held=held
                 )
 
         if traces != "gru" and self.trace_clip is None:
             # The same sum without traces (the traces' scan is the slow part).
             cell_gradient = filtered_eligibility_gradient(
-                weights, alpha, rollouts.network_input, rollouts.hidden, learning
+                weights, alpha, rollouts.network_input, rollouts.hidden, learning, held=held
             )
         else:
-            per_trial = jax.vmap(trial_gradient)(rollouts.network_input, rollouts.hidden, learning)
+            per_trial = jax.vmap(trial_gradient)(
+                rollouts.network_input, rollouts.hidden, learning, held
+            )
             cell_gradient = jax.tree.map(lambda g: jnp.sum(g, axis=0), per_trial)
         readout_gradient = {
             "weight": jnp.einsum("ntc,nth->ch", signals.output, rollouts.hidden),

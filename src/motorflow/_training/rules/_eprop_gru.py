@@ -31,6 +31,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from ._eprop_leaky import held_traces
+
 
 class GRUWeights(eqx.Module):
     """A GRU's weights as :class:`equinox.nn.GRUCell` keeps them: `weight_ih`
@@ -76,25 +78,36 @@ def gru_eligibility_gradient(
     network_input: Float[Array, "time input"],
     hidden: Float[Array, "time hidden"],
     signal: Float[Array, "time hidden"],
+    *,
+    held: tuple[Array, Array] | None = None,
 ) -> GRUWeights:
     """``sum_t L(t) e(t)`` for one GRU trial, the traces `e` run forward in time.
 
     `network_input` and `hidden` are the trial's input at each step and state after
-    it (zero before the first step); `signal` the learning signal ``L(t)`` per unit.
+    it (zero before the first step); `signal` the learning signal ``L(t)`` per unit;
+    `held` which units the interventions hold or freeze (as for the tanh units:
+    :func:`._eprop_leaky.eligibility_gradient`), or None.
     """
 
     def step(carry, xs):
         h_before, traces, total = carry
-        x, h, learning = xs
+        x, h, learning, *mask = xs
         _, keep, immediate = gru_step_traces(weights, x, h_before)
-        keep3, learning3 = jnp.tile(keep, 3), jnp.tile(learning, 3)
-        decay = GRUWeights(keep3[:, None], keep3[:, None], keep3, keep)
-        signal_of = GRUWeights(learning3[:, None], learning3[:, None], learning3, learning)
-        traces = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
-        total = jax.tree.map(lambda g, s, e: g + s * e, total, signal_of, traces)
-        return (h, traces, total), None
+        decay, signal_of = gru_per_unit(keep), gru_per_unit(learning)
+        updated = jax.tree.map(lambda e, d, new: d * e + new, traces, decay, immediate)
+        if mask:
+            updated = held_traces(traces, updated, *map(gru_per_unit, mask))
+        total = jax.tree.map(lambda g, s, e: g + s * e, total, signal_of, updated)
+        return (h, updated, total), None
 
     zeros = jax.tree.map(jnp.zeros_like, weights)
     start = (jnp.zeros_like(hidden[0]), zeros, zeros)
-    (*_, total), _ = jax.lax.scan(step, start, (network_input, hidden, signal))
+    xs = (network_input, hidden, signal, *(() if held is None else held))
+    (*_, total), _ = jax.lax.scan(step, start, xs)
     return total
+
+
+def gru_per_unit(v: Array) -> GRUWeights:
+    """A per-unit vector spread over a GRU's weights (its three gates' rows each)."""
+    v3 = jnp.tile(v, 3)
+    return GRUWeights(v3[:, None], v3[:, None], v3, v)

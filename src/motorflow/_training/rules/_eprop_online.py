@@ -41,8 +41,8 @@ from jaxtyping import Array, Float
 from ..._model._loop import ClosedLoop, Probe, RolloutOptions
 from ..._plants import step
 from ._base import Batch
-from ._eprop_gru import GRUWeights, gru_step_traces
-from ._eprop_leaky import CellWeights
+from ._eprop_gru import GRUWeights, gru_per_unit, gru_step_traces
+from ._eprop_leaky import CellWeights, held_traces, tanh_per_unit
 
 
 def plant_matrices(model: ClosedLoop) -> tuple[Array, Array, Array]:
@@ -108,12 +108,9 @@ def leaky_local(alpha: float) -> tuple[LocalStep, PerUnit]:
         drive = alpha * (1.0 - jnp.tanh(pre) ** 2)
         immediate = CellWeights(drive[:, None] * x[None, :], drive[:, None] * h[None, :], drive)
         sensed = drive[:, None] * weights.weight_in  # dh'_j/dx: unit j's own row
-        return per_unit(jnp.full_like(drive, 1.0 - alpha)), immediate, sensed
+        return tanh_per_unit(jnp.full_like(drive, 1.0 - alpha)), immediate, sensed
 
-    def per_unit(v):
-        return CellWeights(v[:, None], v[:, None], v)
-
-    return local, per_unit
+    return local, tanh_per_unit
 
 
 def gru_local() -> tuple[LocalStep, PerUnit]:
@@ -122,13 +119,9 @@ def gru_local() -> tuple[LocalStep, PerUnit]:
     def local(weights, x, h):
         _, keep, immediate = gru_step_traces(weights, x, h)
         sensed = jax.jacfwd(lambda x: gru_step_traces(weights, x, h)[0])(x)
-        return per_unit(keep), immediate, sensed
+        return gru_per_unit(keep), immediate, sensed
 
-    def per_unit(v):
-        v3 = jnp.tile(v, 3)
-        return GRUWeights(v3[:, None], v3[:, None], v3, v)
-
-    return local, per_unit
+    return local, gru_per_unit
 
 
 def online_start(
@@ -173,6 +166,7 @@ def online_steps(
     hidden_error: Float[Array, "time hidden"],
     *,
     feedback_delay: int | None = None,
+    held: tuple[Array, Array] | None = None,
 ) -> OnlineCarry:
     """One trial's `carry` after the given steps, in one forward scan.
 
@@ -188,6 +182,9 @@ def online_steps(
       (the last 4 inputs: position and velocity of step ``t - d``): its estimated
       sensitivity ``C S(t - d)`` enters each unit's trace through that unit's own
       input weights (None: the feedback path is cut, as in e-prop).
+    - `held`: ``(reached, kept)`` of these steps under interventions on the units, or
+      None: a held unit's traces are zero while held, a frozen one's kept
+      (:func:`._eprop_leaky.held_traces`); its sensitivities follow from them.
 
     Consecutive pieces of a trial, each from the carry the last one ended with, give
     the carry of the whole trial in one piece.
@@ -201,7 +198,7 @@ def online_steps(
         return jax.tree.map(lambda s: jnp.tensordot(transition, s, axes=1), sensitivity)
 
     def step_(c: OnlineCarry, xs) -> tuple[OnlineCarry, None]:
-        x, h, s_err, u_err, h_err = xs
+        x, h, s_err, u_err, h_err, *mask = xs
         grad_state = observe.T @ s_err
         decay, immediate, sensed = local(weights, x, c.hidden)
         past = c.past
@@ -216,6 +213,8 @@ def online_steps(
                 lambda i, w, q: i + jnp.sum(w * q, axis=0), immediate, through, seen
             )
         traces = jax.tree.map(lambda e, d, new: d * e + new, c.traces, decay, immediate)
+        if mask:
+            traces = held_traces(c.traces, traces, *map(per_unit, mask))
         signal = per_unit(feedback @ u_err + h_err)
         cell_total = jax.tree.map(
             lambda g, s, sig, e: g + jnp.tensordot(grad_state, s, axes=1) + sig * e,
@@ -253,7 +252,7 @@ def online_steps(
         return new, None
 
     xs = (network_input, hidden, state_error, control_error, hidden_error)
-    carry, _ = jax.lax.scan(step_, carry, xs)
+    carry, _ = jax.lax.scan(step_, carry, (*xs, *(() if held is None else held)))
     return carry
 
 
@@ -319,22 +318,32 @@ def _summed(gradients):
     return cell_gradient, {"weight": weight, "bias": bias}
 
 
-def batch_gradient(model, unit, traces, alpha, feedback, rollouts, signals, *, feedback_path):
+def batch_gradient(
+    model, unit, traces, alpha, feedback, rollouts, signals, *, feedback_path, held=None
+):
     """The cell's and the readout's gradients by the online form, summed over the
-    batch's trials (`rollouts` and their learning `signals`, the whole trial)."""
+    batch's trials (`rollouts` and their learning `signals`, the whole trial; `held`:
+    the trials' held units, :func:`motorflow._model._episode.held_units`)."""
     weights, local, plant, delay = _parts(model, unit, traces, alpha, feedback_path=feedback_path)
     state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
     return _summed(
         jax.vmap(
-            lambda x, h, s, u, e: online_gradient(
-                weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            lambda x, h, s, u, e, held: online_gradient(
+                weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay, held=held
             )
-        )(rollouts.network_input, rollouts.hidden, state_error, signals.control, signals.hidden)
+        )(
+            rollouts.network_input,
+            rollouts.hidden,
+            state_error,
+            signals.control,
+            signals.hidden,
+            held,
+        )
     )
 
 
 def streamed_gradient(
-    batch: Batch, params, unit, traces, alpha, feedback, *, segment_steps, feedback_path
+    batch: Batch, params, unit, traces, alpha, feedback, *, segment_steps, feedback_path, held
 ):
     """``(total, terms, cell gradient, readout gradient)`` by the online form with the
     learning signals taken every `segment_steps` steps (``batch.pieces``): each
@@ -359,9 +368,23 @@ def streamed_gradient(
         probe = signal_probe(batch, size, online=True)
         (total, (terms, rollouts)), signals = jax.value_and_grad(probed, has_aux=True)(probe)
         state_error = jnp.concatenate([signals.pos, signals.vel], axis=-1)
+        held_now = jax.tree.map(
+            lambda mask: jax.lax.dynamic_slice_in_dim(mask, first, size, axis=1), held
+        )
         carries = jax.vmap(
-            lambda carry, x, h, s, u, e: online_steps(
-                carry, weights, local, plant, feedback, x, h, s, u, e, feedback_delay=delay
+            lambda carry, x, h, s, u, e, held: online_steps(
+                carry,
+                weights,
+                local,
+                plant,
+                feedback,
+                x,
+                h,
+                s,
+                u,
+                e,
+                feedback_delay=delay,
+                held=held,
             )
         )(
             carries,
@@ -370,6 +393,7 @@ def streamed_gradient(
             state_error,
             signals.control,
             signals.hidden,
+            held_now,
         )
         return carries, rollouts.end, total, terms, None
 

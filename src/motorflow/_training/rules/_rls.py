@@ -115,6 +115,14 @@ class RLS(AbstractLearningRule):
     )
     exact_gradient = False
 
+    def intervention_problem(self, interventions):
+        kinds = ", ".join(p.kind for p in interventions)
+        return (
+            f"the rls rule cannot train under the task's {kinds} (an intervention on the "
+            "network's units, which its targets do not take into account); train with "
+            "bptt, truncated_bptt or eprop, or intervene in the evaluation conditions only"
+        )
+
     def check_model(self, cell, plant, trainable):
         if plant.control_range is not None:
             return (
