@@ -76,6 +76,19 @@ def tiny_task(n_steps: int = 12) -> mf.Task:
     return mf.Task(mf.TaskConfig.from_dict({"n_steps": n_steps, "eval": {"n_directions": 4}}))
 
 
+def replicate_batch(ensemble, task, config):
+    """Replicate 0's parameters and its batch of 6 training trials of `task` (noise on),
+    as a learning rule's `value_and_grad` takes them."""
+    from motorflow._model._ensemble import take_replicate
+
+    trainer = mf.Trainer(ensemble, task, config)
+    params = take_replicate(trainer.initial_params, 0)
+    frozen = take_replicate(trainer.frozen, 0)
+    trials = task.training_trials(key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
+    trials = jax.tree.map(lambda x: x[0, 0], trials)
+    return params, trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
+
+
 def tiny_train_settings(**overrides) -> dict:
     """The tiny training as a config mapping (a workflow config's `trainings` entry)."""
     base = {

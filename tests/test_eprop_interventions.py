@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import tiny_model_config, tiny_train_config
+from conftest import replicate_batch, tiny_model_config, tiny_train_config
 
 import motorflow as mf
 from motorflow._config import check_training_fits_task
@@ -67,12 +67,7 @@ def _setup(cell: str, *, network_paths: bool = True, perturbations=INTERVENTIONS
 
 def _value_and_grad(rule, task, config, ensemble, *, state=None):
     """`rule`'s loss and gradient on replicate 0's batch of 6 trials, noise on."""
-    trainer = mf.Trainer(ensemble, task, config)
-    params = take_replicate(trainer.initial_params, 0)
-    frozen = take_replicate(trainer.frozen, 0)
-    trials = task.training_trials(key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
-    trials = jax.tree.map(lambda x: x[0, 0], trials)
-    batch = trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
+    params, batch = replicate_batch(ensemble, task, config)
     return rule.value_and_grad(batch, params, state)
 
 

@@ -9,11 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import assert_trees_equal, tiny_model_config, tiny_task, tiny_train_config
+from conftest import (
+    replicate_batch,
+    tiny_model_config,
+    tiny_task,
+    tiny_train_config,
+)
 
 import motorflow as mf
 from motorflow._model._attribute_paths import attribute_getter
-from motorflow._model._ensemble import take_replicate
 from motorflow._training.rules import BPTT, EProp, TruncatedBPTT
 
 # Where each cell keeps the matrix that maps the hidden state to the next one.
@@ -36,12 +40,7 @@ def _setup(cell: str):
 
 
 def _gradients(ensemble, task, config, rule):
-    trainer = mf.Trainer(ensemble, task, config)
-    params = take_replicate(trainer.initial_params, 0)
-    frozen = take_replicate(trainer.frozen, 0)
-    trials = task.training_trials(key=jax.random.key(4), n_replicates=1, n_batches=1, batch_size=6)
-    trials = jax.tree.map(lambda x: x[0, 0], trials)
-    batch = trainer.replicate_batch(params, frozen, trials, key=jax.random.key(5))
+    params, batch = replicate_batch(ensemble, task, config)
     return rule.value_and_grad(batch, params, None)[1]
 
 

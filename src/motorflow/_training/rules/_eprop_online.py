@@ -371,22 +371,13 @@ def streamed_gradient(
         held_now = jax.tree.map(
             lambda mask: jax.lax.dynamic_slice_in_dim(mask, first, size, axis=1), held
         )
-        carries = jax.vmap(
-            lambda carry, x, h, s, u, e, held: online_steps(
-                carry,
-                weights,
-                local,
-                plant,
-                feedback,
-                x,
-                h,
-                s,
-                u,
-                e,
-                feedback_delay=delay,
-                held=held,
+
+        def steps(carry, *xs, held):
+            return online_steps(
+                carry, weights, local, plant, feedback, *xs, feedback_delay=delay, held=held
             )
-        )(
+
+        carries = jax.vmap(lambda carry, *xs: steps(carry, *xs[:-1], held=xs[-1]))(
             carries,
             rollouts.network_input,
             rollouts.hidden,
